@@ -1,0 +1,1 @@
+//! The Phobos kernel compiler. See ARCHITECTURE.md.

@@ -1,0 +1,1 @@
+//! Example kernels, shared by the runnable examples and the tests.

@@ -1,0 +1,1 @@
+//! Models: GGUF, quant formats, tokenizers, chat templates.

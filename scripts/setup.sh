@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what `make test` and `make serve` need and is missing. Idempotent:
+# when everything is present it only checks, in well under a second.
+set -euo pipefail
+
+need_sudo() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_packages=(build-essential pkg-config curl ca-certificates python3)
+missing=()
+for pkg in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    need_sudo apt-get update -qq
+    need_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    if [ -x "$HOME/.cargo/bin/cargo" ]; then
+        export PATH="$HOME/.cargo/bin:$PATH"
+    else
+        echo "setup: installing the Rust toolchain with rustup"
+        curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --component clippy,rustfmt
+        export PATH="$HOME/.cargo/bin:$PATH"
+    fi
+fi
+rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt
