@@ -1,0 +1,2 @@
+#[cfg(feature = "ptx")]
+pub mod mlir;
