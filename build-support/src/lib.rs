@@ -14,5 +14,6 @@
 //! `file:line:col` with the line underlined for files, or as
 //! `(proc_macro2::Span, message)` pairs for the `kernel!` macro.
 
+pub mod back;
 pub mod ir;
 pub mod span;

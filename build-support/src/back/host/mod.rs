@@ -1,0 +1,102 @@
+//! The host back end: Rust source for a kernel, compiled by rustc inside the
+//! user's crate and run on the CPU over the host tile library
+//! (`phobos_rt::host`, reached as `::phobos::__private::host`).
+//!
+//! [`generate`] turns a checked [`ir::Module`](crate::ir::Module) into one
+//! Rust module per kernel holding the kernel's definition as data (name,
+//! source hash, parameters, tune space, grid rule), its `Config`, the typed
+//! launchers `launch` / `launch_with`, and the host implementation that runs
+//! every program of the grid in parallel.
+//!
+//! Within a program, rank-0 values are plain Rust scalars and everything
+//! else is a `Tile<T>`; tile shapes are computed at run time from the chosen
+//! config, so one generated function serves the whole tune space. Every
+//! path in the output goes through `::phobos::__private`, which the facade
+//! crate and phobos-rt (via `extern crate self as phobos`) both provide.
+
+mod expr;
+mod launcher;
+mod names;
+mod stmt;
+mod tile_slice;
+
+use std::cell::Cell;
+
+use proc_macro2::TokenStream;
+
+use crate::ir::{Expr, Kernel, Local, LocalId, Module, Stmt};
+use crate::span::Span;
+
+pub use launcher::source_hash;
+
+/// Something the host back end cannot generate, at a span of the kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GenError {
+    pub span: Span,
+    pub message: String,
+}
+
+impl GenError {
+    pub fn new(span: Span, message: impl Into<String>) -> Self {
+        Self {
+            span,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for GenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for GenError {}
+
+/// One module per kernel of `module`. `source_text` is the kernel source as
+/// written (hashed into each kernel's definition, so caches keyed by it
+/// miss when the source changes). Errors are collected for every kernel.
+pub fn generate(module: &Module, source_text: &str) -> Result<TokenStream, Vec<GenError>> {
+    let hash = source_hash(source_text);
+    let mut out = TokenStream::new();
+    let mut errors = Vec::new();
+    for kernel in &module.kernels {
+        match launcher::kernel_module(kernel, hash) {
+            Ok(tokens) => out.extend(tokens),
+            Err(error) => errors.push(error),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Generation state for one kernel.
+pub(crate) struct Generator<'k> {
+    kernel: &'k Kernel,
+    /// Set when a program slices a local tile, so the module gets the helper.
+    uses_tile_slice: Cell<bool>,
+}
+
+impl<'k> Generator<'k> {
+    fn new(kernel: &'k Kernel) -> Self {
+        Self {
+            kernel,
+            uses_tile_slice: Cell::new(false),
+        }
+    }
+
+    fn local(&self, id: LocalId, at: &Expr) -> Result<&'k Local, GenError> {
+        self.kernel
+            .local(id)
+            .ok_or_else(|| GenError::new(at.span, format!("internal: unknown local {}", id.0)))
+    }
+
+    fn local_by_id(&self, id: LocalId, at: &Stmt) -> Result<&'k Local, GenError> {
+        self.kernel
+            .local(id)
+            .ok_or_else(|| GenError::new(at.span, format!("internal: unknown local {}", id.0)))
+    }
+}
