@@ -1,0 +1,195 @@
+//! Devices: where tensors live and kernels run.
+
+mod cuda;
+mod host;
+
+pub(crate) use cuda::CudaBuffer;
+pub use cuda::CudaDevice;
+pub(crate) use host::HostBuffer;
+pub use host::HostDevice;
+
+use crate::tensor::Storage;
+use crate::{Element, Error, Result, Shape, Tensor};
+use std::sync::Arc;
+
+/// The backends a [`Device`] dispatches over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The CPU, running tile programs in parallel with rayon.
+    Host(HostDevice),
+    /// An NVIDIA GPU (not available in this build; see [`CudaDevice`]).
+    Cuda(CudaDevice),
+}
+
+/// A place to allocate tensors and launch kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Device {
+    backend: Backend,
+}
+
+impl Device {
+    /// The host (CPU) device.
+    pub fn host() -> Device {
+        Device {
+            backend: Backend::Host(HostDevice),
+        }
+    }
+
+    /// CUDA device `ordinal`; an error until the CUDA backend lands.
+    pub fn cuda(ordinal: usize) -> Result<Device> {
+        CudaDevice::new(ordinal).map(|d| Device {
+            backend: Backend::Cuda(d),
+        })
+    }
+
+    /// The device the environment asks for: `PHOBOS_BACKEND=host` or `cuda`;
+    /// unset (or empty) picks CUDA when available, else the host.
+    ///
+    /// Named like `Default::default` on purpose, but it can fail (a forced
+    /// backend may be missing), so it is not the trait.
+    #[allow(clippy::should_implement_trait)]
+    pub fn default() -> Result<Device> {
+        Device::from_backend_name(std::env::var("PHOBOS_BACKEND").ok().as_deref())
+    }
+
+    /// Resolves a `PHOBOS_BACKEND` value (`None` or `""`: auto).
+    pub fn from_backend_name(name: Option<&str>) -> Result<Device> {
+        match name.map(str::trim) {
+            None | Some("") => Ok(Device::cuda(0).unwrap_or_else(|err| {
+                tracing::debug!(%err, "no CUDA device, using the host backend");
+                Device::host()
+            })),
+            Some(n) if n.eq_ignore_ascii_case("host") || n.eq_ignore_ascii_case("cpu") => {
+                Ok(Device::host())
+            }
+            Some(n) if n.eq_ignore_ascii_case("cuda") => Device::cuda(0),
+            Some(other) => Err(Error::UnknownBackend {
+                value: other.to_string(),
+            }),
+        }
+    }
+
+    /// The backend this device dispatches to.
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// `"host"` or `"cuda"`.
+    pub fn name(&self) -> &'static str {
+        match self.backend {
+            Backend::Host(_) => "host",
+            Backend::Cuda(_) => "cuda",
+        }
+    }
+
+    /// True for the host backend.
+    pub fn is_host(&self) -> bool {
+        matches!(self.backend, Backend::Host(_))
+    }
+
+    /// A tensor holding a copy of `data` in row-major order.
+    pub fn tensor_from<T: Element>(
+        &self,
+        data: &[T],
+        shape: impl Into<Shape>,
+    ) -> Result<Tensor<T>> {
+        let shape = shape.into();
+        let expected = shape.elem_count()?;
+        if data.len() != expected {
+            return Err(Error::LenMismatch {
+                shape: shape.dims().to_vec(),
+                expected,
+                actual: data.len(),
+            });
+        }
+        let tensor = self.zeros::<T>(shape)?;
+        tensor.write_contiguous(data);
+        Ok(tensor)
+    }
+
+    /// A zero-filled row-major tensor.
+    pub fn zeros<T: Element>(&self, shape: impl Into<Shape>) -> Result<Tensor<T>> {
+        let shape = shape.into();
+        let len = shape.elem_count()?;
+        let len_bytes = len
+            .checked_mul(size_of::<T>())
+            .ok_or_else(|| Error::ShapeOverflow {
+                shape: shape.dims().to_vec(),
+            })?;
+        let storage = match self.backend {
+            Backend::Host(_) => Storage::Host(Arc::new(HostBuffer::zeroed(len_bytes))),
+            Backend::Cuda(d) => match d {},
+        };
+        Ok(Tensor::from_storage(storage, shape))
+    }
+
+    /// A row-major tensor with every element `value`.
+    pub fn full<T: Element>(&self, shape: impl Into<Shape>, value: T) -> Result<Tensor<T>> {
+        let shape = shape.into();
+        let len = shape.elem_count()?;
+        self.tensor_from(&vec![value; len], shape)
+    }
+
+    /// Waits for queued work to finish (host work is synchronous).
+    pub fn synchronize(&self) -> Result<()> {
+        match self.backend {
+            Backend::Host(_) => Ok(()),
+            Backend::Cuda(d) => match d {},
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_names_resolve() {
+        assert!(Device::from_backend_name(None).unwrap().is_host());
+        assert!(Device::from_backend_name(Some("HOST")).unwrap().is_host());
+        let err = Device::from_backend_name(Some("cuda")).unwrap_err();
+        assert!(err.to_string().contains("cuda"), "{err}");
+        let err = Device::from_backend_name(Some("tpu")).unwrap_err();
+        assert_eq!(
+            err,
+            Error::UnknownBackend {
+                value: "tpu".into()
+            }
+        );
+        assert!(err.to_string().contains("expected `host` or `cuda`"));
+    }
+
+    #[test]
+    fn tensor_from_checks_length() {
+        let dev = Device::host();
+        let err = dev.tensor_from(&[1.0f32, 2.0, 3.0], [2, 2]).unwrap_err();
+        assert_eq!(
+            err,
+            Error::LenMismatch {
+                shape: vec![2, 2],
+                expected: 4,
+                actual: 3
+            }
+        );
+        let t = dev.tensor_from(&[1i8, -2, 3, 4, 5, 6], [2, 3]).unwrap();
+        assert_eq!(t.to_vec().unwrap(), vec![1, -2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn zeros_and_full() {
+        let dev = Device::host();
+        assert_eq!(
+            dev.zeros::<f32>([3]).unwrap().to_vec().unwrap(),
+            vec![0.0; 3]
+        );
+        assert_eq!(
+            dev.full([2, 2], true).unwrap().to_vec().unwrap(),
+            vec![true; 4]
+        );
+        assert_eq!(dev.zeros::<u8>([0, 5]).unwrap().len(), 0);
+        assert!(matches!(
+            dev.zeros::<f64>([usize::MAX / 4, 4]),
+            Err(Error::ShapeOverflow { .. })
+        ));
+    }
+}

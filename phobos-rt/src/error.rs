@@ -1,0 +1,107 @@
+//! The runtime's error type.
+
+/// Result alias for runtime operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in the runtime. Each variant says what was
+/// expected and what was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Two tensor parameters bind the same symbolic dim to different extents.
+    #[error(
+        "kernel `{kernel}`: dim `{dim}` is {first_extent} in `{first_param}` but {second_extent} in `{second_param}`"
+    )]
+    DimMismatch {
+        kernel: String,
+        dim: String,
+        first_param: String,
+        first_extent: usize,
+        second_param: String,
+        second_extent: usize,
+    },
+    /// A tensor argument has a different rank than its parameter declares.
+    #[error(
+        "kernel `{kernel}`: parameter `{param}` expects a rank-{expected} tensor, got rank {actual}"
+    )]
+    RankMismatch {
+        kernel: String,
+        param: String,
+        expected: usize,
+        actual: usize,
+    },
+    /// `tensor_from` / `Tile::from_vec` got a data length that does not match the shape.
+    #[error("shape {shape:?} holds {expected} elements but {actual} were given")]
+    LenMismatch {
+        shape: Vec<usize>,
+        expected: usize,
+        actual: usize,
+    },
+    /// A shape's element count overflows `usize`.
+    #[error("shape {shape:?} has more elements than fit in memory")]
+    ShapeOverflow { shape: Vec<usize> },
+    /// Strides given for a tensor do not match its rank or reach past its buffer.
+    #[error(
+        "strided view {shape:?} / strides {strides:?} at offset {offset} reaches past the buffer of {buffer_len} elements (or rank differs)"
+    )]
+    BadStrides {
+        shape: Vec<usize>,
+        strides: Vec<usize>,
+        offset: usize,
+        buffer_len: usize,
+    },
+    /// A slice has a different number of subscripts than the tensor has dims.
+    #[error("slice has {slices} subscripts but the tensor has rank {tensor_rank}")]
+    SliceRank { tensor_rank: usize, slices: usize },
+    /// A tile would have more dims than the host tile library supports.
+    #[error("tile of rank {rank} requested; tiles have at most {max} dims")]
+    TileRank { rank: usize, max: usize },
+    /// Two tile shapes that must agree (broadcast, contraction, store) do not.
+    #[error("{op}: shapes {lhs:?} and {rhs:?} are incompatible ({expected})")]
+    ShapeMismatch {
+        op: &'static str,
+        lhs: Vec<usize>,
+        rhs: Vec<usize>,
+        expected: &'static str,
+    },
+    /// An op got a tile of a shape it does not accept.
+    #[error("{op}: got shape {shape:?}, expected {expected}")]
+    BadShape {
+        op: &'static str,
+        shape: Vec<usize>,
+        expected: &'static str,
+    },
+    /// `reshape` to a shape with a different element count.
+    #[error("reshape: cannot reshape {from:?} ({from_len} elements) to {to:?} ({to_len} elements)")]
+    ReshapeLen {
+        from: Vec<usize>,
+        from_len: usize,
+        to: Vec<usize>,
+        to_len: usize,
+    },
+    /// A launch grid dimension does not fit the `i32` program ids.
+    #[error("launch grid {grid:?} has a dim larger than {max}")]
+    GridTooLarge { grid: [usize; 3], max: usize },
+    /// A backend was requested that this build or machine cannot provide.
+    #[error("backend `{backend}` is not available: {reason}")]
+    BackendUnavailable {
+        backend: &'static str,
+        reason: String,
+    },
+    /// `PHOBOS_BACKEND` holds something other than `host` or `cuda`.
+    #[error("PHOBOS_BACKEND={value:?} is not a backend; expected `host` or `cuda`")]
+    UnknownBackend { value: String },
+    /// An operation needs the data on a particular backend.
+    #[error("{op}: needs a tensor on the {expected} backend, this one is on {actual}")]
+    WrongBackend {
+        op: &'static str,
+        expected: &'static str,
+        actual: &'static str,
+    },
+    /// A failure reported by a backend (driver, allocation, launch).
+    #[error("{backend} backend: {message}")]
+    Backend {
+        backend: &'static str,
+        message: String,
+    },
+}

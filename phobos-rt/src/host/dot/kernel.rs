@@ -1,0 +1,106 @@
+//! Matrix-multiply kernels behind `dot`.
+//!
+//! `f32`: A is packed into panels of `MR` rows and B into panels of `NR`
+//! columns (zero-padded at ragged edges), both laid out by `k`, so the
+//! micro-kernel streams two contiguous arrays and keeps an `MR x NR` block
+//! of C in registers. With AVX2+FMA, `MR x NR = 6 x 16` uses 12 of the 16
+//! ymm registers for accumulators.
+
+use crate::Num;
+
+const MR: usize = 6;
+const NR: usize = 16;
+
+/// `c += a @ b` with plain loops over contiguous rows (LLVM vectorizes the
+/// inner `j` loop); used for every accumulator but `f32`.
+pub(super) fn gemm_generic<T: Num>(c: &mut [T], a: &[T], b: &[T], m: usize, k: usize, n: usize) {
+    if n == 0 || k == 0 {
+        return;
+    }
+    for (c_row, a_row) in c.chunks_exact_mut(n).zip(a.chunks_exact(k)).take(m) {
+        for (&av, b_row) in a_row.iter().zip(b.chunks_exact(n)) {
+            for (cv, &bv) in c_row.iter_mut().zip(b_row) {
+                *cv = Num::add(*cv, Num::mul(av, bv));
+            }
+        }
+    }
+}
+
+/// `c += a @ b` for `f32`, picking the widest kernel the CPU runs.
+pub(super) fn gemm_f32(c: &mut [f32], a: &[f32], b: &[f32], m: usize, k: usize, n: usize) {
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU supports the features the function is compiled for.
+        unsafe { gemm_f32_avx2_fma(c, a, b, m, k, n) };
+        return;
+    }
+    gemm_f32_packed::<false>(c, a, b, m, k, n);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn gemm_f32_avx2_fma(c: &mut [f32], a: &[f32], b: &[f32], m: usize, k: usize, n: usize) {
+    gemm_f32_packed::<true>(c, a, b, m, k, n);
+}
+
+#[inline(always)]
+fn madd<const FMA: bool>(a: f32, b: f32, acc: f32) -> f32 {
+    if FMA { a.mul_add(b, acc) } else { acc + a * b }
+}
+
+#[inline(always)]
+fn gemm_f32_packed<const FMA: bool>(
+    c: &mut [f32],
+    a: &[f32],
+    b: &[f32],
+    m: usize,
+    k: usize,
+    n: usize,
+) {
+    let n_panels = n.div_ceil(NR);
+    let mut b_packed = vec![[0.0f32; NR]; n_panels * k];
+    for (p, b_row) in b.chunks_exact(n).take(k).enumerate() {
+        for (jp, cols) in b_row.chunks(NR).enumerate() {
+            b_packed[jp * k + p][..cols.len()].copy_from_slice(cols);
+        }
+    }
+    let mut a_packed = vec![[0.0f32; MR]; k];
+    for i0 in (0..m).step_by(MR) {
+        let rows = MR.min(m - i0);
+        for (r, a_row) in a[i0 * k..].chunks_exact(k).take(rows).enumerate() {
+            for (slot, &av) in a_packed.iter_mut().zip(a_row) {
+                slot[r] = av;
+            }
+        }
+        for slot in a_packed.iter_mut() {
+            slot[rows..].fill(0.0);
+        }
+        for (jp, b_panel) in b_packed.chunks_exact(k).enumerate() {
+            let block = micro::<FMA>(&a_packed, b_panel);
+            let j0 = jp * NR;
+            let cols = NR.min(n - j0);
+            for (r, block_row) in block.iter().enumerate().take(rows) {
+                let c_row = &mut c[(i0 + r) * n + j0..][..cols];
+                for (cv, &v) in c_row.iter_mut().zip(block_row) {
+                    *cv += v;
+                }
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn micro<const FMA: bool>(a_panel: &[[f32; MR]], b_panel: &[[f32; NR]]) -> [[f32; NR]; MR] {
+    let mut acc = [[0.0f32; NR]; MR];
+    for (av, bv) in a_panel.iter().zip(b_panel) {
+        for r in 0..MR {
+            for j in 0..NR {
+                acc[r][j] = madd::<FMA>(av[r], bv[j], acc[r][j]);
+            }
+        }
+    }
+    acc
+}

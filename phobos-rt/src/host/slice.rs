@@ -1,0 +1,282 @@
+//! Masked slicing: loads and stores of tiles from tensor slices.
+//!
+//! A slice gives one [`Slice`] per tensor dim. Coordinates outside
+//! `0..extent` (negative ones included) are masked: loads read `other`
+//! there and stores skip them. A `Point` outside the tensor masks the whole
+//! tile. Tensor strides are honoured.
+
+use super::broadcast::broadcast_to;
+use super::tile::{Tile, TileShape};
+use super::view::{RawView, Readable, TensorWrite};
+use crate::{Element, Error, Num, Result};
+
+/// The most dims a sliced tensor can have.
+pub const MAX_SLICE_RANK: usize = 8;
+
+/// One subscript of a tensor slice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slice {
+    /// `A[i]`: a single coordinate; the dim drops out of the tile shape.
+    Point(i64),
+    /// `A[start :+ len]` (and `A[a : b]` as `start: a, len: b - a`).
+    Span { start: i64, len: usize },
+    /// `A[:]`: the whole dim.
+    Full,
+}
+
+/// A resolved slice: per dim its first coordinate, length, extent and stride.
+/// A rank-0 tensor is planned as one virtual dim of extent 1.
+struct Plan {
+    rank: usize,
+    start: [i64; MAX_SLICE_RANK],
+    len: [usize; MAX_SLICE_RANK],
+    extent: [usize; MAX_SLICE_RANK],
+    stride: [usize; MAX_SLICE_RANK],
+    offset: usize,
+    tile: TileShape,
+}
+
+/// The in-bounds part of a row along the last dim.
+#[derive(Clone, Copy)]
+struct Row {
+    /// Index in the tile of the row's first element.
+    tile_start: usize,
+    /// Tile-row positions `lo..hi` are in bounds.
+    lo: usize,
+    hi: usize,
+    /// Tensor element (from the allocation base) of row position `lo`.
+    first_elem: usize,
+    /// Last-dim stride.
+    stride: usize,
+}
+
+impl Plan {
+    fn new(shape: &[usize], strides: &[usize], offset: usize, slices: &[Slice]) -> Result<Plan> {
+        if slices.len() != shape.len() {
+            return Err(Error::SliceRank {
+                tensor_rank: shape.len(),
+                slices: slices.len(),
+            });
+        }
+        if shape.len() > MAX_SLICE_RANK {
+            return Err(Error::BadShape {
+                op: "slice",
+                shape: shape.to_vec(),
+                expected: "a tensor of rank at most 8",
+            });
+        }
+        let mut plan = Plan {
+            rank: shape.len().max(1),
+            start: [0; MAX_SLICE_RANK],
+            len: [1; MAX_SLICE_RANK],
+            extent: [1; MAX_SLICE_RANK],
+            stride: [0; MAX_SLICE_RANK],
+            offset,
+            tile: TileShape::SCALAR,
+        };
+        let mut tile_dims = [0usize; MAX_SLICE_RANK];
+        let mut tile_rank = 0;
+        for (d, (slice, (&extent, &stride))) in
+            slices.iter().zip(shape.iter().zip(strides)).enumerate()
+        {
+            plan.extent[d] = extent;
+            plan.stride[d] = stride;
+            let (start, len) = match *slice {
+                Slice::Point(i) => (i, None),
+                Slice::Span { start, len } => (start, Some(len)),
+                Slice::Full => (0, Some(extent)),
+            };
+            plan.start[d] = start;
+            plan.len[d] = len.unwrap_or(1);
+            if let Some(len) = len {
+                tile_dims[tile_rank] = len;
+                tile_rank += 1;
+            }
+        }
+        plan.tile = TileShape::new(&tile_dims[..tile_rank])?;
+        Ok(plan)
+    }
+
+    /// Calls `f` for every row (along the last dim) whose outer coordinates
+    /// are all in bounds.
+    fn for_each_row(&self, mut f: impl FnMut(Row)) {
+        let last = self.rank - 1;
+        let row_len = self.len[last];
+        let rows: usize = self.len[..last].iter().product();
+        if rows == 0 {
+            return;
+        }
+        // In-bounds row positions: 0 <= start + j < extent.
+        let start = i128::from(self.start[last]);
+        let lo = (-start).clamp(0, row_len as i128);
+        let hi = (self.extent[last] as i128 - start).clamp(lo, row_len as i128);
+        let (lo, hi) = (lo as usize, hi as usize);
+        // Only meaningful when lo < hi, i.e. start + lo is a valid coordinate.
+        let first_coord = (start + lo as i128).max(0) as usize;
+        let mut index = [0usize; MAX_SLICE_RANK];
+        for row in 0..rows {
+            if lo < hi {
+                let mut base = Some(self.offset);
+                for (d, &i) in index[..last].iter().enumerate() {
+                    let coord = i128::from(self.start[d]) + i as i128;
+                    let in_bounds = coord >= 0 && coord < self.extent[d] as i128;
+                    base = base
+                        .filter(|_| in_bounds)
+                        .map(|b| b + coord as usize * self.stride[d]);
+                }
+                if let Some(base) = base {
+                    f(Row {
+                        tile_start: row * row_len,
+                        lo,
+                        hi,
+                        first_elem: base + first_coord * self.stride[last],
+                        stride: self.stride[last],
+                    });
+                }
+            }
+            for d in (0..last).rev() {
+                index[d] += 1;
+                if index[d] < self.len[d] {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+    }
+}
+
+/// Loads the tile `view[slices]`; masked elements read as `other`.
+pub fn load<T: Element, V: Readable<T>>(view: &V, slices: &[Slice], other: T) -> Result<Tile<T>> {
+    let read = view.read_view();
+    let raw = read.raw();
+    let plan = Plan::new(raw.shape, raw.strides, raw.offset, slices)?;
+    let mut data = vec![other; plan.tile.len()];
+    plan.for_each_row(|row| {
+        let dst = &mut data[row.tile_start + row.lo..row.tile_start + row.hi];
+        for (j, slot) in dst.iter_mut().enumerate() {
+            // SAFETY: `for_each_row` only yields in-bounds coordinates.
+            *slot = unsafe { raw.load_at(row.first_elem + j * row.stride) };
+        }
+    });
+    Ok(Tile::from_parts(plan.tile, data))
+}
+
+/// Loads the single element `view[index]`, or `other` when out of bounds.
+pub fn load_point<T: Element, V: Readable<T>>(view: &V, index: &[i64], other: T) -> Result<T> {
+    let read = view.read_view();
+    let raw = read.raw();
+    match element_offset(&raw, index)? {
+        // SAFETY: `element_offset` only returns in-bounds elements.
+        Some(elem) => Ok(unsafe { raw.load_at(elem) }),
+        None => Ok(other),
+    }
+}
+
+/// Stores `tile` into `view[slices]`, skipping masked elements. The tile
+/// broadcasts (NumPy rules) to the slice's shape.
+pub fn store<T: Element>(
+    view: &TensorWrite<'_, T>,
+    slices: &[Slice],
+    tile: &Tile<T>,
+) -> Result<()> {
+    let raw = view.raw();
+    let plan = Plan::new(raw.shape, raw.strides, raw.offset, slices)?;
+    let broadcast;
+    let src = if tile.shape() == plan.tile.dims() {
+        tile.as_slice()
+    } else {
+        broadcast = broadcast_to(tile, plan.tile.dims())?;
+        broadcast.as_slice()
+    };
+    plan.for_each_row(|row| {
+        let values = &src[row.tile_start + row.lo..row.tile_start + row.hi];
+        for (j, &v) in values.iter().enumerate() {
+            // SAFETY: `for_each_row` only yields in-bounds coordinates.
+            unsafe { raw.store_at(row.first_elem + j * row.stride, v) };
+        }
+    });
+    Ok(())
+}
+
+/// Stores `value` into every in-bounds element of `view[slices]`.
+pub fn store_scalar<T: Element>(
+    view: &TensorWrite<'_, T>,
+    slices: &[Slice],
+    value: T,
+) -> Result<()> {
+    let raw = view.raw();
+    let plan = Plan::new(raw.shape, raw.strides, raw.offset, slices)?;
+    plan.for_each_row(|row| {
+        for j in 0..row.hi - row.lo {
+            // SAFETY: `for_each_row` only yields in-bounds coordinates.
+            unsafe { raw.store_at(row.first_elem + j * row.stride, value) };
+        }
+    });
+    Ok(())
+}
+
+/// Atomically adds `tile` (broadcast to the slice's shape) into
+/// `view[slices]`, skipping masked elements. Each element is one atomic
+/// read-modify-write (a compare-and-swap loop for floats).
+pub fn atomic_add<T: Num>(
+    view: &TensorWrite<'_, T>,
+    slices: &[Slice],
+    tile: &Tile<T>,
+) -> Result<()> {
+    let raw = view.raw();
+    let plan = Plan::new(raw.shape, raw.strides, raw.offset, slices)?;
+    let broadcast;
+    let src = if tile.shape() == plan.tile.dims() {
+        tile.as_slice()
+    } else {
+        broadcast = broadcast_to(tile, plan.tile.dims())?;
+        broadcast.as_slice()
+    };
+    plan.for_each_row(|row| {
+        let values = &src[row.tile_start + row.lo..row.tile_start + row.hi];
+        for (j, &v) in values.iter().enumerate() {
+            // SAFETY: `for_each_row` only yields in-bounds coordinates.
+            unsafe { T::atomic_add(raw.ptr_at(row.first_elem + j * row.stride), v) };
+        }
+    });
+    Ok(())
+}
+
+/// Atomically adds `value` to every in-bounds element of `view[slices]`.
+pub fn atomic_add_scalar<T: Num>(
+    view: &TensorWrite<'_, T>,
+    slices: &[Slice],
+    value: T,
+) -> Result<()> {
+    let raw = view.raw();
+    let plan = Plan::new(raw.shape, raw.strides, raw.offset, slices)?;
+    plan.for_each_row(|row| {
+        for j in 0..row.hi - row.lo {
+            // SAFETY: `for_each_row` only yields in-bounds coordinates.
+            unsafe { T::atomic_add(raw.ptr_at(row.first_elem + j * row.stride), value) };
+        }
+    });
+    Ok(())
+}
+
+/// The element offset of `index`, `None` when it is out of bounds.
+fn element_offset<T>(raw: &RawView<'_, T>, index: &[i64]) -> Result<Option<usize>> {
+    if index.len() != raw.shape.len() {
+        return Err(Error::SliceRank {
+            tensor_rank: raw.shape.len(),
+            slices: index.len(),
+        });
+    }
+    let mut elem = raw.offset;
+    for ((&i, &extent), &stride) in index.iter().zip(raw.shape).zip(raw.strides) {
+        match usize::try_from(i) {
+            Ok(i) if i < extent => elem += i * stride,
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(elem))
+}
+
+#[cfg(test)]
+#[path = "slice_tests.rs"]
+mod tests;

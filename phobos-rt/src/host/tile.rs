@@ -1,0 +1,238 @@
+//! `Tile<T>`: a program-local, row-major value with runtime dims.
+
+use crate::{Element, Error, Result};
+
+/// The most dims a tile can have.
+pub const MAX_TILE_RANK: usize = 4;
+
+/// A tile's dims, stored inline (no heap). Rank 0 is a scalar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TileShape {
+    dims: [usize; MAX_TILE_RANK],
+    rank: u8,
+}
+
+impl TileShape {
+    /// The shape of a scalar (rank 0, one element).
+    pub const SCALAR: TileShape = TileShape {
+        dims: [1; MAX_TILE_RANK],
+        rank: 0,
+    };
+
+    /// A shape from its dims; errors past [`MAX_TILE_RANK`] dims or when the
+    /// element count overflows.
+    pub fn new(dims: &[usize]) -> Result<TileShape> {
+        if dims.len() > MAX_TILE_RANK {
+            return Err(Error::TileRank {
+                rank: dims.len(),
+                max: MAX_TILE_RANK,
+            });
+        }
+        let mut shape = TileShape::SCALAR;
+        shape.dims[..dims.len()].copy_from_slice(dims);
+        shape.rank = dims.len() as u8;
+        if dims
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .is_none()
+        {
+            return Err(Error::ShapeOverflow {
+                shape: dims.to_vec(),
+            });
+        }
+        Ok(shape)
+    }
+
+    /// The dims, outermost first.
+    pub fn dims(&self) -> &[usize] {
+        &self.dims[..self.rank as usize]
+    }
+
+    /// Number of dims.
+    pub fn rank(&self) -> usize {
+        self.rank as usize
+    }
+
+    /// Number of elements (checked not to overflow at construction).
+    pub fn len(&self) -> usize {
+        self.dims().iter().product()
+    }
+
+    /// True when some dim is 0.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The dims right-aligned into 4 slots, leading slots 1.
+    pub(crate) fn padded(&self) -> [usize; MAX_TILE_RANK] {
+        let mut out = [1; MAX_TILE_RANK];
+        out[MAX_TILE_RANK - self.rank()..].copy_from_slice(self.dims());
+        out
+    }
+}
+
+/// An owned row-major tile of rank 0..=4, local to one program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tile<T> {
+    shape: TileShape,
+    data: Vec<T>,
+}
+
+impl<T: Element> Tile<T> {
+    /// A rank-0 tile holding `value`.
+    pub fn scalar(value: T) -> Tile<T> {
+        Tile {
+            shape: TileShape::SCALAR,
+            data: vec![value],
+        }
+    }
+
+    /// A tile of `shape` with every element `value`.
+    pub fn full(shape: &[usize], value: T) -> Result<Tile<T>> {
+        let shape = TileShape::new(shape)?;
+        Ok(Tile {
+            shape,
+            data: vec![value; shape.len()],
+        })
+    }
+
+    /// A tile of zeros.
+    pub fn zeros(shape: &[usize]) -> Result<Tile<T>> {
+        Tile::full(shape, T::ZERO)
+    }
+
+    /// A tile from row-major data; `LenMismatch` when the length is wrong.
+    pub fn from_vec(shape: &[usize], data: Vec<T>) -> Result<Tile<T>> {
+        let tile_shape = TileShape::new(shape)?;
+        if data.len() != tile_shape.len() {
+            return Err(Error::LenMismatch {
+                shape: shape.to_vec(),
+                expected: tile_shape.len(),
+                actual: data.len(),
+            });
+        }
+        Ok(Tile {
+            shape: tile_shape,
+            data,
+        })
+    }
+
+    /// Internal constructor; `data.len()` must equal `shape.len()`.
+    pub(crate) fn from_parts(shape: TileShape, data: Vec<T>) -> Tile<T> {
+        debug_assert_eq!(shape.len(), data.len());
+        Tile { shape, data }
+    }
+
+    /// The dims.
+    pub fn shape(&self) -> &[usize] {
+        self.shape.dims()
+    }
+
+    /// The dims as a [`TileShape`].
+    pub fn tile_shape(&self) -> TileShape {
+        self.shape
+    }
+
+    /// Number of dims.
+    pub fn rank(&self) -> usize {
+        self.shape.rank()
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// True when the tile has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The elements in row-major order.
+    pub fn as_slice(&self) -> &[T] {
+        &self.data
+    }
+
+    /// The elements in row-major order, mutably.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.data
+    }
+
+    /// The elements, consuming the tile.
+    pub fn into_vec(self) -> Vec<T> {
+        self.data
+    }
+
+    /// The only element of a one-element tile (any rank); `BadShape` otherwise.
+    pub fn item(&self) -> Result<T> {
+        match self.data.as_slice() {
+            [only] => Ok(*only),
+            _ => Err(Error::BadShape {
+                op: "item",
+                shape: self.shape().to_vec(),
+                expected: "a tile with exactly one element",
+            }),
+        }
+    }
+
+    /// The element at a multi-index, or `None` when it is out of range or
+    /// has the wrong rank.
+    pub fn get(&self, index: &[usize]) -> Option<T> {
+        if index.len() != self.rank() {
+            return None;
+        }
+        let mut flat = 0usize;
+        for (&i, &d) in index.iter().zip(self.shape()) {
+            if i >= d {
+                return None;
+            }
+            flat = flat * d + i;
+        }
+        self.data.get(flat).copied()
+    }
+
+    /// Sets every element to `value`.
+    pub fn fill(&mut self, value: T) {
+        self.data.fill(value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_are_checked() {
+        assert_eq!(TileShape::new(&[2, 3]).unwrap().len(), 6);
+        assert_eq!(TileShape::new(&[]).unwrap(), TileShape::SCALAR);
+        assert_eq!(TileShape::new(&[2, 3]).unwrap().padded(), [1, 1, 2, 3]);
+        assert_eq!(
+            TileShape::new(&[1, 1, 1, 1, 1]),
+            Err(Error::TileRank { rank: 5, max: 4 })
+        );
+        assert!(matches!(
+            TileShape::new(&[usize::MAX, 3]),
+            Err(Error::ShapeOverflow { .. })
+        ));
+    }
+
+    #[test]
+    fn construction_and_access() {
+        let t = Tile::from_vec(&[2, 3], vec![0, 1, 2, 3, 4, 5]).unwrap();
+        assert_eq!(t.get(&[1, 2]), Some(5));
+        assert_eq!(t.get(&[2, 0]), None);
+        assert_eq!(t.get(&[0]), None);
+        assert_eq!(t.rank(), 2);
+        assert!(matches!(
+            Tile::from_vec(&[2, 2], vec![1]),
+            Err(Error::LenMismatch { .. })
+        ));
+        assert_eq!(Tile::scalar(3.0f32).item().unwrap(), 3.0);
+        assert_eq!(Tile::full(&[1, 1], 7u8).unwrap().item().unwrap(), 7);
+        assert!(t.item().is_err());
+        let mut z = Tile::<i32>::zeros(&[4]).unwrap();
+        z.fill(2);
+        assert_eq!(z.as_slice(), &[2; 4]);
+        assert!(Tile::<f32>::zeros(&[0, 4]).unwrap().is_empty());
+    }
+}

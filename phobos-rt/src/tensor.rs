@@ -1,0 +1,249 @@
+//! Typed tensors in device memory.
+
+use crate::device::{CudaBuffer, HostBuffer};
+use crate::{DType, Device, Element, Error, Result, Shape};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// Where a tensor's elements live. Views made with [`Tensor::strided`]
+/// share the allocation; it is freed when the last one drops.
+#[derive(Debug, Clone)]
+pub(crate) enum Storage {
+    Host(Arc<HostBuffer>),
+    #[allow(dead_code)]
+    Cuda(Arc<CudaBuffer>),
+}
+
+/// A typed, shaped array on a [`Device`]. Strides are in elements, row-major
+/// unless made with [`Tensor::strided`].
+#[derive(Debug)]
+pub struct Tensor<T: Element> {
+    storage: Storage,
+    shape: Shape,
+    strides: Vec<usize>,
+    offset: usize,
+    elem: PhantomData<T>,
+}
+
+impl<T: Element> Tensor<T> {
+    pub(crate) fn from_storage(storage: Storage, shape: Shape) -> Tensor<T> {
+        let strides = shape.row_major_strides();
+        Tensor {
+            storage,
+            shape,
+            strides,
+            offset: 0,
+            elem: PhantomData,
+        }
+    }
+
+    /// Extents, outermost first.
+    pub fn shape(&self) -> &[usize] {
+        self.shape.dims()
+    }
+
+    /// Strides in elements, one per dim.
+    pub fn strides(&self) -> &[usize] {
+        &self.strides
+    }
+
+    /// Offset in elements of element `[0, 0, ...]` from the allocation start.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Number of dims.
+    pub fn rank(&self) -> usize {
+        self.shape.rank()
+    }
+
+    /// Number of elements (the product of the shape).
+    pub fn len(&self) -> usize {
+        self.shape.dims().iter().product()
+    }
+
+    /// True when some extent is 0.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        T::DTYPE
+    }
+
+    /// The device holding the data.
+    pub fn device(&self) -> Device {
+        match &self.storage {
+            Storage::Host(_) => Device::host(),
+            Storage::Cuda(b) => match **b {},
+        }
+    }
+
+    /// True when the strides are row-major for the shape (ignoring dims of
+    /// extent 1).
+    pub fn is_contiguous(&self) -> bool {
+        let row_major = self.shape.row_major_strides();
+        self.shape
+            .dims()
+            .iter()
+            .zip(self.strides.iter().zip(&row_major))
+            .all(|(&d, (s, r))| d == 1 || s == r)
+    }
+
+    /// A view of the same allocation with another shape, strides (elements)
+    /// and offset. Errors when the ranks differ or the view reaches past the
+    /// allocation. Zero strides (broadcast views) are allowed.
+    pub fn strided(
+        &self,
+        shape: impl Into<Shape>,
+        strides: &[usize],
+        offset: usize,
+    ) -> Result<Tensor<T>> {
+        let shape = shape.into();
+        let capacity = self.capacity();
+        let bad = || Error::BadStrides {
+            shape: shape.dims().to_vec(),
+            strides: strides.to_vec(),
+            offset,
+            buffer_len: capacity,
+        };
+        if strides.len() != shape.rank() {
+            return Err(bad());
+        }
+        if !shape.dims().contains(&0) {
+            let last = shape
+                .dims()
+                .iter()
+                .zip(strides)
+                .try_fold(offset, |acc, (&d, &s)| {
+                    (d - 1).checked_mul(s).and_then(|x| acc.checked_add(x))
+                })
+                .ok_or_else(bad)?;
+            if last >= capacity {
+                return Err(bad());
+            }
+        }
+        Ok(Tensor {
+            storage: self.storage.clone(),
+            shape,
+            strides: strides.to_vec(),
+            offset,
+            elem: PhantomData,
+        })
+    }
+
+    /// The elements in row-major order of the shape (a copy).
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let base = self.host_ptr("to_vec")?;
+        let mut out = Vec::with_capacity(self.len());
+        if self.is_empty() {
+            return Ok(out);
+        }
+        let dims = self.shape.dims();
+        let mut index = vec![0usize; dims.len()];
+        loop {
+            let at = self.offset
+                + index
+                    .iter()
+                    .zip(&self.strides)
+                    .map(|(i, s)| i * s)
+                    .sum::<usize>();
+            // SAFETY: `strided`/construction checked that every index of the
+            // shape stays inside the allocation; all accesses are atomic.
+            out.push(unsafe { T::load_relaxed(base.add(at)) });
+            if !advance(&mut index, dims) {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Number of `T` elements the allocation holds.
+    fn capacity(&self) -> usize {
+        match &self.storage {
+            Storage::Host(b) => b.len_bytes() / size_of::<T>(),
+            Storage::Cuda(b) => match **b {},
+        }
+    }
+
+    /// Base pointer of the allocation on the host, or `WrongBackend`.
+    pub(crate) fn host_ptr(&self, op: &'static str) -> Result<*mut T> {
+        match &self.storage {
+            Storage::Host(b) => Ok(b.base_ptr().cast::<T>()),
+            Storage::Cuda(_) => Err(Error::WrongBackend {
+                op,
+                expected: "host",
+                actual: "cuda",
+            }),
+        }
+    }
+
+    /// Fills a freshly allocated row-major tensor from `data`.
+    pub(crate) fn write_contiguous(&self, data: &[T]) {
+        if let Ok(base) = self.host_ptr("tensor_from") {
+            for (i, &v) in data.iter().enumerate().take(self.capacity()) {
+                // SAFETY: `i` is below the capacity; all accesses are atomic.
+                unsafe { T::store_relaxed(base.add(i), v) };
+            }
+        }
+    }
+}
+
+/// Steps a row-major multi-index; false after the last one.
+pub(crate) fn advance(index: &mut [usize], dims: &[usize]) -> bool {
+    for (i, &d) in index.iter_mut().zip(dims).rev() {
+        *i += 1;
+        if *i < d {
+            return true;
+        }
+        *i = 0;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strided_views_read_through_strides() {
+        let dev = Device::host();
+        let t = dev.tensor_from(&[0i32, 1, 2, 3, 4, 5], [2, 3]).unwrap();
+        assert_eq!(t.strides(), &[3, 1]);
+        assert!(t.is_contiguous());
+        let transposed = t.strided([3, 2], &[1, 3], 0).unwrap();
+        assert_eq!(transposed.to_vec().unwrap(), vec![0, 3, 1, 4, 2, 5]);
+        assert!(!transposed.is_contiguous());
+        let column = t.strided([2], &[3], 2).unwrap();
+        assert_eq!(column.to_vec().unwrap(), vec![2, 5]);
+        let broadcast = t.strided([2, 2], &[0, 1], 4).unwrap();
+        assert_eq!(broadcast.to_vec().unwrap(), vec![4, 5, 4, 5]);
+    }
+
+    #[test]
+    fn strided_rejects_views_past_the_buffer() {
+        let dev = Device::host();
+        let t = dev.zeros::<f32>([2, 3]).unwrap();
+        assert!(matches!(
+            t.strided([2, 3], &[3, 1], 1),
+            Err(Error::BadStrides { .. })
+        ));
+        assert!(matches!(
+            t.strided([2, 3], &[3], 0),
+            Err(Error::BadStrides { .. })
+        ));
+        assert!(matches!(
+            t.strided([2], &[usize::MAX], 0),
+            Err(Error::BadStrides { .. })
+        ));
+        assert!(t.strided([0, 3], &[100, 100], 100).is_ok());
+    }
+
+    #[test]
+    fn rank0_tensor_holds_one_element() {
+        let t = Device::host().tensor_from(&[7u16], Vec::new()).unwrap();
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.to_vec().unwrap(), vec![7]);
+        assert_eq!(t.dtype(), DType::U16);
+    }
+}
