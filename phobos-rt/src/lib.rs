@@ -26,6 +26,9 @@ pub use error::{Error, Result};
 pub use shape::Shape;
 pub use tensor::Tensor;
 
+/// The 16-bit float element types.
+pub use half::{bf16, f16};
+
 /// Paths used by macro-generated code. Not a stable API for hand-written code.
 #[doc(hidden)]
 pub mod __private {
@@ -34,4 +37,5 @@ pub mod __private {
         Bits, CastTo, DType, Device, DotElement, Element, Error, Float, Int, Num, Result, Shape,
         Tensor, cast,
     };
+    pub use half::{bf16, f16};
 }

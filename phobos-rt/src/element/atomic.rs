@@ -22,9 +22,9 @@ macro_rules! int_element {
             const LOWEST: Self = <$t>::MIN;
             const HIGHEST: Self = <$t>::MAX;
             #[inline(always)]
-            fn min_num(self, other: Self) -> Self { Ord::min(self, other) }
+            fn minimum(self, other: Self) -> Self { Ord::min(self, other) }
             #[inline(always)]
-            fn max_num(self, other: Self) -> Self { Ord::max(self, other) }
+            fn maximum(self, other: Self) -> Self { Ord::max(self, other) }
             #[inline(always)]
             fn to_f64(self) -> f64 { self as f64 }
             #[inline(always)]
@@ -62,11 +62,11 @@ macro_rules! float_element {
             const LOWEST: Self = <$t>::NEG_INFINITY;
             const HIGHEST: Self = <$t>::INFINITY;
             #[inline(always)]
-            fn min_num(self, other: Self) -> Self {
+            fn minimum(self, other: Self) -> Self {
                 if self.is_nan() || other < self { other } else { self }
             }
             #[inline(always)]
-            fn max_num(self, other: Self) -> Self {
+            fn maximum(self, other: Self) -> Self {
                 if self.is_nan() || other > self { other } else { self }
             }
             #[inline(always)]
@@ -120,11 +120,11 @@ impl Element for bool {
     const LOWEST: Self = false;
     const HIGHEST: Self = true;
     #[inline(always)]
-    fn min_num(self, other: Self) -> Self {
+    fn minimum(self, other: Self) -> Self {
         self & other
     }
     #[inline(always)]
-    fn max_num(self, other: Self) -> Self {
+    fn maximum(self, other: Self) -> Self {
         self | other
     }
     #[inline(always)]
@@ -150,17 +150,17 @@ mod tests {
 
     #[test]
     fn float_min_max_ignore_nan_like_fminf() {
-        assert_eq!(f32::NAN.min_num(1.0), 1.0);
-        assert_eq!(1.0f32.max_num(f32::NAN), 1.0);
+        assert_eq!(Element::minimum(f32::NAN, 1.0), 1.0);
+        assert_eq!(Element::maximum(1.0f32, f32::NAN), 1.0);
         assert_eq!(
-            f16::from_f32(-2.0).min_num(f16::from_f32(3.0)),
+            f16::from_f32(-2.0).minimum(f16::from_f32(3.0)),
             f16::from_f32(-2.0)
         );
         assert_eq!(
-            bf16::from_f32(-2.0).max_num(bf16::from_f32(3.0)),
+            bf16::from_f32(-2.0).maximum(bf16::from_f32(3.0)),
             bf16::from_f32(3.0)
         );
-        assert!(f64::NAN.max_num(f64::NAN).is_nan());
+        assert!(Element::maximum(f64::NAN, f64::NAN).is_nan());
     }
 
     #[test]

@@ -47,9 +47,9 @@ pub trait Element:
 
     /// Elementwise minimum; for floats a NaN operand loses to a number
     /// (IEEE minNum, as CUDA's `fminf`).
-    fn min_num(self, other: Self) -> Self;
+    fn minimum(self, other: Self) -> Self;
     /// Elementwise maximum; for floats a NaN operand loses to a number.
-    fn max_num(self, other: Self) -> Self;
+    fn maximum(self, other: Self) -> Self;
     /// Widens to `f64` (`bool` -> 0/1); exact except for `i64` beyond 2^53.
     fn to_f64(self) -> f64;
 

@@ -50,9 +50,9 @@ binary! {
     /// `a >> b` (arithmetic for signed; amounts outside `0..bits` give the sign fill).
     shr: Int => T, Int::shr;
     /// Elementwise `min(a, b)`; a NaN loses to a number.
-    minimum: Element => T, Element::min_num;
+    minimum: Element => T, Element::minimum;
     /// Elementwise `max(a, b)`; a NaN loses to a number.
-    maximum: Element => T, Element::max_num;
+    maximum: Element => T, Element::maximum;
 }
 
 /// `a && b` on bool tiles.
@@ -137,7 +137,7 @@ assign! {
     /// `acc /= rhs` in place.
     div_assign: Num, Num::div;
     /// `acc max= rhs` in place.
-    max_assign: Element, Element::max_num;
+    max_assign: Element, Element::maximum;
 }
 
 #[cfg(test)]

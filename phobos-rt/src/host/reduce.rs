@@ -51,12 +51,12 @@ pub fn rowsum<T: Num>(t: &Tile<T>) -> Result<Tile<T>> {
 
 /// Max over the last dim: `[.., N] -> [.., 1]`.
 pub fn rowmax<T: Element>(t: &Tile<T>) -> Result<Tile<T>> {
-    reduce_rows("rowmax", t, T::LOWEST, Element::max_num, |a| a)
+    reduce_rows("rowmax", t, T::LOWEST, Element::maximum, |a| a)
 }
 
 /// Min over the last dim: `[.., N] -> [.., 1]`.
 pub fn rowmin<T: Element>(t: &Tile<T>) -> Result<Tile<T>> {
-    reduce_rows("rowmin", t, T::HIGHEST, Element::min_num, |a| a)
+    reduce_rows("rowmin", t, T::HIGHEST, Element::minimum, |a| a)
 }
 
 /// Sum of every element.
@@ -70,12 +70,12 @@ pub fn sum<T: Num>(t: &Tile<T>) -> T {
 
 /// Max of every element (`LOWEST` when empty).
 pub fn max<T: Element>(t: &Tile<T>) -> T {
-    t.as_slice().iter().fold(T::LOWEST, |a, &x| a.max_num(x))
+    t.as_slice().iter().fold(T::LOWEST, |a, &x| a.maximum(x))
 }
 
 /// Min of every element (`HIGHEST` when empty).
 pub fn min<T: Element>(t: &Tile<T>) -> T {
-    t.as_slice().iter().fold(T::HIGHEST, |a, &x| a.min_num(x))
+    t.as_slice().iter().fold(T::HIGHEST, |a, &x| a.minimum(x))
 }
 
 #[cfg(test)]
