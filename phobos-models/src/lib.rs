@@ -1,1 +1,4 @@
 //! Models: GGUF, quant formats, tokenizers, chat templates.
+
+pub mod gguf;
+pub mod quant;
