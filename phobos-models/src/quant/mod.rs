@@ -1,11 +1,17 @@
 //! Quant formats: one definition per ggml type (layout, dequantize,
 //! quantize), shared by host kernels, GPU upload and tests.
 
+mod bytes;
 mod dispatch;
 mod float;
+mod fp4_ternary;
+mod iq_grids;
+mod iquants;
+mod kquants;
+mod legacy;
 mod types;
 
-pub use dispatch::{dequantize, quantize};
+pub use dispatch::{can_dequantize, can_quantize, dequantize, quantize};
 pub use types::{ALL_TYPES, GgmlType, QK_K, TypeInfo, type_info};
 
 /// Errors from the quant layer.
