@@ -146,8 +146,14 @@ impl Kernel {
     /// The cartesian product of all tune parameters' values (autotune and
     /// cluster), the default config first. One config when there are none.
     pub fn configs(&self) -> Vec<Config> {
+        Kernel::configs_of(&self.tune)
+    }
+
+    /// The cartesian product of the given tune parameters' values, in
+    /// order (the last parameter varies fastest).
+    pub fn configs_of(tune: &[TuneParam]) -> Vec<Config> {
         let mut out = vec![Config::default()];
-        for t in &self.tune {
+        for t in tune {
             let mut next = Vec::with_capacity(out.len() * t.values.len());
             for c in &out {
                 for v in &t.values {

@@ -1,0 +1,77 @@
+//! "Did you mean" suggestions by edit distance.
+
+/// Levenshtein distance in chars.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = Vec::with_capacity(b.len() + 1);
+        cur.push(i + 1);
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = prev[j] + usize::from(ca != *cb);
+            cur.push(substitute.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The candidates within edit distance `max(1, len/3)` of `name`, closest
+/// first (ties keep the candidates' order), at most three.
+pub fn close_matches<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Vec<&'a str> {
+    let limit = (name.chars().count() / 3).max(1);
+    let mut scored: Vec<(usize, &str)> = candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .collect();
+    scored.sort_by_key(|(d, _)| *d);
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(3).map(|(_, c)| c).collect()
+}
+
+/// `did you mean `a` or `b`?`, or `None` without candidates.
+pub fn did_you_mean(matches: &[&str]) -> Option<String> {
+    match matches {
+        [] => None,
+        [one] => Some(format!("did you mean `{one}`?")),
+        many => {
+            let quoted: Vec<String> = many.iter().map(|m| format!("`{m}`")).collect();
+            let (last, rest) = quoted.split_last()?;
+            Some(format!("did you mean {} or {last}?", rest.join(", ")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distance_counts_edits() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("same", "same"), 0);
+    }
+
+    #[test]
+    fn close_matches_rank_by_distance() {
+        let names = ["program_id", "num_programs", "rowmax", "rowsum"];
+        assert_eq!(close_matches("prgram_id", names), vec!["program_id"]);
+        assert_eq!(close_matches("rowmx", names), vec!["rowmax"]);
+        assert!(close_matches("zzzz", names).is_empty());
+    }
+
+    #[test]
+    fn did_you_mean_lists_all() {
+        assert_eq!(
+            did_you_mean(&["a", "b", "c"]).unwrap(),
+            "did you mean `a`, `b` or `c`?"
+        );
+        assert_eq!(did_you_mean(&[]), None);
+    }
+}
