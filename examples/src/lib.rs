@@ -1,1 +1,8 @@
-//! Example kernels, shared by the runnable examples and the tests.
+//! Example kernels, shared by the runnable examples and the tests: the
+//! kernels of `kernels/*.ph` compiled with `kernel_file!`, the plain Rust
+//! references each is checked against, comparison helpers and seeded
+//! random inputs.
+
+pub mod check;
+pub mod random;
+pub mod reference;
