@@ -1,0 +1,159 @@
+//! The expansion of both macros: compile, generate, or report errors.
+
+use proc_macro2::{Ident, Span, TokenStream, TokenTree};
+use quote::{format_ident, quote, quote_spanned};
+
+use phobos_build::back::host;
+use phobos_build::diag::{Diagnostic, Diagnostics};
+use phobos_build::span::SourceMap;
+use phobos_build::{Source, check};
+
+use crate::error::MacroError;
+use crate::source_file::read_kernel_file;
+
+/// `kernel! { ... }`.
+pub fn inline(input: TokenStream) -> TokenStream {
+    let source_text = input.to_string();
+    let fallback_names = kernel_names_in_tokens(&input);
+    compile(&Source::Tokens(input), &source_text, None, &fallback_names)
+}
+
+/// `kernel_file!("path.ph")`.
+pub fn file(input: TokenStream) -> TokenStream {
+    let literal: syn::LitStr = match syn::parse2(input) {
+        Ok(literal) => literal,
+        Err(error) => {
+            let message = format!(
+                "kernel_file!: expected one string literal, the path of a .ph file relative to Cargo.toml ({error})"
+            );
+            return MacroError::new(error.span(), message).to_compile_error();
+        }
+    };
+    let relative = literal.value();
+    let kernel_file = match read_kernel_file(&relative, literal.span()) {
+        Ok(kernel_file) => kernel_file,
+        Err(error) => return error.to_compile_error(),
+    };
+    let absolute = kernel_file.absolute_path.to_string_lossy().into_owned();
+    // Makes cargo rebuild the crate when the file changes.
+    let track =
+        quote_spanned!(literal.span()=> const _: &[u8] = ::core::include_bytes!(#absolute););
+    let source = Source::file(relative, kernel_file.text.clone());
+    let modules = compile(&source, &kernel_file.text, Some(literal.span()), &[]);
+    quote!(#track #modules)
+}
+
+/// Front end, checker, host back end; errors become `compile_error!`s at
+/// `report_at` when given (file sources) or at the offending tokens.
+fn compile(
+    source: &Source,
+    source_text: &str,
+    report_at: Option<Span>,
+    fallback_names: &[Ident],
+) -> TokenStream {
+    let (program, source_map) = match phobos_build::parse(source) {
+        Ok(parsed) => parsed,
+        Err(diagnostics) => return report(&diagnostics, report_at, fallback_names),
+    };
+    let names: Vec<Ident> = program
+        .kernels
+        .iter()
+        .filter_map(|k| ident(&k.name.name))
+        .collect();
+    let module = match check::check_program(&program) {
+        Ok(module) => module,
+        Err(errors) => return report(&Diagnostics::new(source_map, errors), report_at, &names),
+    };
+    match host::generate(&module, source_text) {
+        Ok(tokens) => tokens,
+        Err(errors) => {
+            let errors = errors
+                .into_iter()
+                .map(|e| Diagnostic::error(e.span, e.message))
+                .collect();
+            report(&Diagnostics::new(source_map, errors), report_at, &names)
+        }
+    }
+}
+
+/// Every error as a spanned `compile_error!`, plus an empty module per
+/// kernel name so paths into them do not pile up further errors.
+fn report(diagnostics: &Diagnostics, report_at: Option<Span>, names: &[Ident]) -> TokenStream {
+    let mut out = TokenStream::new();
+    for (span, message) in diagnostics.macro_errors() {
+        let span = match (&diagnostics.source_map, report_at) {
+            (SourceMap::Text { .. }, Some(at)) => at,
+            _ => span,
+        };
+        out.extend(MacroError::new(span, message).to_compile_error());
+    }
+    for name in names {
+        out.extend(quote!(#[allow(non_snake_case)] pub mod #name {}));
+    }
+    out
+}
+
+/// Kernel names for the empty stand-in modules when parsing failed: every
+/// identifier after a `kernel` keyword.
+fn kernel_names_in_tokens(input: &TokenStream) -> Vec<Ident> {
+    let mut names = Vec::new();
+    let mut after_keyword = false;
+    for tree in input.clone() {
+        match tree {
+            TokenTree::Ident(id) if after_keyword => {
+                names.push(id);
+                after_keyword = false;
+            }
+            TokenTree::Ident(id) => after_keyword = id == "kernel",
+            _ => after_keyword = false,
+        }
+    }
+    names
+}
+
+fn ident(name: &str) -> Option<Ident> {
+    let valid_start = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    (valid_start && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .then(|| format_ident!("{}", name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_kernel_names_in_raw_tokens() {
+        let tokens: TokenStream = "@grid(N) kernel saxpy(x: f32) {} kernel gemm() {}"
+            .parse()
+            .unwrap();
+        let names: Vec<String> = kernel_names_in_tokens(&tokens)
+            .iter()
+            .map(|i| i.to_string())
+            .collect();
+        assert_eq!(names, ["saxpy", "gemm"]);
+    }
+
+    #[test]
+    fn expansion_of_a_valid_kernel_has_its_launcher() {
+        let tokens: TokenStream = "@grid(cdiv(N, 4)) kernel twice(x: tensor<f32>[N], y: tensor<f32>[N]) {\n let i = program_id(0) * 4\n y[i :+ 4] = x[i :+ 4] * 2.0\n }"
+            .parse()
+            .unwrap();
+        let out = inline(tokens).to_string();
+        assert!(out.contains("pub mod twice"), "{out}");
+        assert!(out.contains("pub fn launch"), "{out}");
+        assert!(!out.contains("compile_error"), "{out}");
+    }
+
+    #[test]
+    fn errors_become_compile_error_and_keep_the_module() {
+        let tokens: TokenStream = "kernel broken(x: tensor<f32>[N]) { let y = nope }"
+            .parse()
+            .unwrap();
+        let out = inline(tokens).to_string();
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(out.contains("pub mod broken"), "{out}");
+    }
+}
