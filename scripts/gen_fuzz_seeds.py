@@ -42,7 +42,7 @@ def small(w):
 
 
 def quantized(w):
-    w.add_uint32("general.alignment", 64)
+    w.add_custom_alignment(64)
     for qt in (T.Q8_0, T.Q4_0, T.TQ2_0, T.MXFP4):
         block_len = gguf.GGML_QUANT_SIZES[qt][0]
         row = max(block_len, 32)
