@@ -67,6 +67,15 @@ impl Builder {
     }
 
     fn finish(mut self, span: Span) -> Vec<Token> {
+        // A final line end says nothing; dropping it makes text and token
+        // sources (which have none) lex alike.
+        if self
+            .tokens
+            .last()
+            .is_some_and(|t| t.kind == TokenKind::Newline)
+        {
+            self.tokens.pop();
+        }
         self.tokens.push(Token {
             kind: TokenKind::Eof,
             span,

@@ -72,6 +72,7 @@ pub mod parse;
 pub mod print;
 pub mod shape;
 pub mod verify;
+pub mod visit;
 
 pub use dtype::{DType, Elem, QuantType};
 pub use shape::{Config, Shape, ShapeEvalError, ShapeExpr, ShapeOp};
