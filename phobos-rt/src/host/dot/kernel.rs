@@ -104,3 +104,27 @@ fn micro<const FMA: bool>(a_panel: &[[f32; MR]], b_panel: &[[f32; NR]]) -> [[f32
     }
     acc
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both f32 kernel variants (with and without fused multiply-add) agree
+    /// with the generic loop on exact small-integer data, across ragged sizes.
+    #[test]
+    fn packed_variants_match_generic() {
+        for (m, k, n) in [(1, 1, 1), (6, 3, 16), (7, 5, 17), (13, 1, 33), (5, 9, 3)] {
+            let a: Vec<f32> = (0..m * k).map(|i| (i % 5) as f32 - 2.0).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| (i % 7) as f32 - 3.0).collect();
+            let start: Vec<f32> = (0..m * n).map(|i| i as f32).collect();
+            let mut want = start.clone();
+            gemm_generic(&mut want, &a, &b, m, k, n);
+            let mut plain = start.clone();
+            gemm_f32_packed::<false>(&mut plain, &a, &b, m, k, n);
+            let mut fused = start.clone();
+            gemm_f32_packed::<true>(&mut fused, &a, &b, m, k, n);
+            assert_eq!(plain, want, "{m}x{k}x{n}");
+            assert_eq!(fused, want, "{m}x{k}x{n}");
+        }
+    }
+}
