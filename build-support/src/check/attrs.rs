@@ -127,7 +127,12 @@ impl KernelChecker {
                             "known attributes: {}",
                             KNOWN_ATTRIBUTES.map(|k| format!("@{k}")).join(", ")
                         ));
-                    let d = match did_you_mean(&close_matches(name, KNOWN_ATTRIBUTES)) {
+                    let close: Vec<String> = close_matches(name, KNOWN_ATTRIBUTES)
+                        .into_iter()
+                        .map(|k| format!("@{k}"))
+                        .collect();
+                    let close: Vec<&str> = close.iter().map(String::as_str).collect();
+                    let d = match did_you_mean(&close) {
                         Some(h) => d.with_help(h),
                         None => d,
                     };

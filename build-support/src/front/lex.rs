@@ -408,7 +408,6 @@ mod tests {
                 Assign,
                 Minus,
                 Float(1e-5),
-                Newline,
                 Eof
             ]
         );
@@ -441,7 +440,7 @@ mod tests {
 
     #[test]
     fn operators_at_line_end_continue_the_statement() {
-        let lexed = lex_text("t.ph", "a = b +\n c\n").unwrap();
+        let lexed = lex_text("t.ph", "a = b +\n c\nd = 1\n").unwrap();
         let newlines = lexed
             .tokens
             .iter()

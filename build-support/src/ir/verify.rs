@@ -200,12 +200,11 @@ impl<'k> Verifier<'k> {
         match &e.kind {
             ExprKind::Int(_) => Ok(()),
             ExprKind::Dim(_) | ExprKind::Tune(_) => self.expr(e),
-            ExprKind::Binary { op, lhs, rhs }
-                if matches!(
-                    op,
-                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem
-                ) =>
-            {
+            ExprKind::Binary {
+                op: BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem,
+                lhs,
+                rhs,
+            } => {
                 self.grid_expr(lhs)?;
                 self.grid_expr(rhs)
             }
