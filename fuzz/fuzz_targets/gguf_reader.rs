@@ -2,8 +2,17 @@
 //! whose every metadata value and tensor can be walked, never panic.
 #![no_main]
 
+// The reader's own sources, compiled into this target; they refer to each
+// other as `crate::gguf` and `crate::quant`, which these modules provide.
+#[allow(dead_code, unused_imports)]
+#[path = "../../phobos-models/src/gguf/mod.rs"]
+mod gguf;
+#[allow(dead_code, unused_imports)]
+#[path = "../../phobos-models/src/quant/mod.rs"]
+mod quant;
+
+use gguf::{Array, Gguf, Value, dequantize_view};
 use libfuzzer_sys::fuzz_target;
-use phobos_models::gguf::{Array, Gguf, Value, dequantize_view};
 
 /// Touches every element so lazily wrong lengths would surface.
 fn walk_array(array: &Array) -> usize {
@@ -15,7 +24,9 @@ fn walk_array(array: &Array) -> usize {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(gguf) = Gguf::from_bytes(data) else { return };
+    let Ok(gguf) = Gguf::from_bytes(data) else {
+        return;
+    };
     let mut touched = 0usize;
     for (key, value) in gguf.metadata() {
         touched += key.len() + value.to_string().len();

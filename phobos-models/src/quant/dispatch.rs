@@ -1,7 +1,10 @@
 //! Type-dispatched dequantize and quantize over whole blocks.
 
 use super::types::{GgmlType, type_info};
-use super::{QuantError, float, fp4_ternary as fp, iquants as iq, kquants as k, legacy};
+use super::{
+    QuantError, float, fp4_ternary as fp, iq_quantize as iqq, iquants as iq, kquants as k,
+    kquants_quantize as kq, legacy,
+};
 
 /// Dequantizes `bytes` (whole blocks of `ty`) into `out`, which must hold
 /// exactly the blocks' element count.
@@ -123,6 +126,20 @@ fn block_quantizer(ty: GgmlType) -> Option<BlockQuantizer> {
         GgmlType::Q8_0 => legacy::quantize_q8_0,
         GgmlType::Q8_1 => legacy::quantize_q8_1,
         GgmlType::Q8_K => k::quantize_q8_k,
+        GgmlType::Q2_K => kq::quantize_q2_k,
+        GgmlType::Q3_K => kq::quantize_q3_k,
+        GgmlType::Q4_K => kq::quantize_q4_k,
+        GgmlType::Q5_K => kq::quantize_q5_k,
+        GgmlType::Q6_K => kq::quantize_q6_k,
+        GgmlType::IQ2_XXS => iqq::quantize_iq2_xxs,
+        GgmlType::IQ2_XS => iqq::quantize_iq2_xs,
+        GgmlType::IQ2_S => iqq::quantize_iq2_s,
+        GgmlType::IQ3_XXS => iqq::quantize_iq3_xxs,
+        GgmlType::IQ3_S => iqq::quantize_iq3_s,
+        GgmlType::IQ1_S => iqq::quantize_iq1_s,
+        GgmlType::IQ1_M => iqq::quantize_iq1_m,
+        GgmlType::IQ4_NL => iqq::quantize_iq4_nl,
+        GgmlType::IQ4_XS => iqq::quantize_iq4_xs,
         GgmlType::TQ1_0 => fp::quantize_tq1_0,
         GgmlType::TQ2_0 => fp::quantize_tq2_0,
         GgmlType::MXFP4 => fp::quantize_mxfp4,

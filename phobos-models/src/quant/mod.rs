@@ -6,8 +6,10 @@ mod dispatch;
 mod float;
 mod fp4_ternary;
 mod iq_grids;
+mod iq_quantize;
 mod iquants;
 mod kquants;
+mod kquants_quantize;
 mod legacy;
 mod types;
 
