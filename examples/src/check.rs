@@ -34,6 +34,30 @@ pub fn to_f64<T: Copy + Into<f64>>(values: &[T]) -> Vec<f64> {
     values.iter().map(|&v| v.into()).collect()
 }
 
+/// The largest `|got - want|`, comparing in f64.
+pub fn max_abs_error(got: &[f32], want: &[f32]) -> f64 {
+    got.iter()
+        .zip(want)
+        .map(|(&g, &w)| (f64::from(g) - f64::from(w)).abs())
+        .fold(0.0, f64::max)
+}
+
+/// The largest `|got - want| / |want|` (elements where `want` is 0 count
+/// their absolute error).
+pub fn max_relative_error(got: &[f32], want: &[f32]) -> f64 {
+    got.iter()
+        .zip(want)
+        .map(|(&g, &w)| {
+            let error = (f64::from(g) - f64::from(w)).abs();
+            if w == 0.0 {
+                error
+            } else {
+                error / f64::from(w).abs()
+            }
+        })
+        .fold(0.0, f64::max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::first_mismatch;

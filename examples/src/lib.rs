@@ -4,5 +4,6 @@
 //! random inputs.
 
 pub mod check;
+pub mod kernels;
 pub mod random;
 pub mod reference;

@@ -1,6 +1,8 @@
 //! Dense matrix products, row-major.
 
-/// `alpha * a[m,k] @ b[k,n] + beta * c[m,n]`, accumulated in f64.
+/// `alpha * a[m,k] @ b[k,n] + beta * c[m,n]`, accumulated in f64. The
+/// argument list mirrors BLAS sgemm, which readers compare it with.
+#[allow(clippy::too_many_arguments)]
 pub fn gemm(
     m: usize,
     n: usize,

@@ -1,0 +1,60 @@
+//! Row-wise softmax on random data, checked against a plain Rust softmax
+//! computed in f64.
+//!
+//! Run: `cargo run --release -p phobos-examples --example softmax`
+
+use anyhow::{Context, Result, ensure};
+use phobos_examples::check::F32_UNIT_ROUNDOFF;
+use phobos_examples::check::max_relative_error;
+use phobos_examples::random::SplitMix64;
+use phobos_examples::reference;
+
+phobos::kernel! {
+    // Row-wise softmax of X[R, C] for any C: an online pass for the row max and
+    // denominator, then a pass that writes. Masked columns read as a large
+    // negative number so they add nothing to either.
+    @autotune(ROWS in [1, 8], BLOCK_C in [64, 1024])
+    @grid(cdiv(R, ROWS))
+    kernel softmax(X: tensor<f32>[R, C], Y: tensor<f32>[R, C]) {
+      let r0 = program_id(0) * ROWS
+      var row_max: tile<f32>[ROWS, 1] = -1.0e30
+      var denom: tile<f32>[ROWS, 1] = 0.0
+      for c in range(0, C, BLOCK_C) {
+        let x = load(X[r0 :+ ROWS, c :+ BLOCK_C], -1.0e30)
+        let new_max = max(row_max, rowmax(x))
+        denom = denom * exp(row_max - new_max) + rowsum(exp(x - new_max))
+        row_max = new_max
+      }
+      for c in range(0, C, BLOCK_C) {
+        let x = load(X[r0 :+ ROWS, c :+ BLOCK_C], -1.0e30)
+        Y[r0 :+ ROWS, c :+ BLOCK_C] = exp(x - row_max) / denom
+      }
+    }
+}
+
+fn main() -> Result<()> {
+    let (rows, cols) = (37, 3001);
+    let mut rng = SplitMix64::new(4);
+    let x = rng.vec(rows * cols, -4.0, 4.0);
+
+    let device = phobos::Device::default().context("opening the default device")?;
+    let tx = device.tensor_from(&x, [rows, cols])?;
+    let mut ty = device.zeros::<f32>([rows, cols])?;
+    softmax::launch(&device, &tx, &mut ty).context("launching softmax")?;
+    let got = ty.to_vec()?;
+
+    // Relative error of a C-term sum of exps plus a few roundings per
+    // element (see tests/kernels/softmax.rs for the derivation).
+    let want = reference::softmax::softmax_rows(rows, cols, &x);
+    let relative = (2.0 * cols as f64 + 32.0) * F32_UNIT_ROUNDOFF;
+    let worst = max_relative_error(&got, &want);
+    ensure!(
+        worst <= relative,
+        "softmax: max relative error {worst:e} above {relative:e}"
+    );
+    println!(
+        "softmax {rows}x{cols} on {}: max relative error {worst:e}",
+        device.name()
+    );
+    Ok(())
+}
