@@ -160,3 +160,38 @@ mod tests {
         assert!(tril(&Tile::from_vec(&[2], vec![1, 2]).unwrap()).is_err());
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn tile() -> impl Strategy<Value = Tile<i64>> {
+        (1usize..6, 1usize..6).prop_flat_map(|(r, c)| {
+            prop::collection::vec(-50i64..50, r * c)
+                .prop_map(move |data| Tile::from_vec(&[r, c], data).unwrap())
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn layout_ops_match_index_reference(t in tile()) {
+            let (r, c) = (t.shape()[0], t.shape()[1]);
+            let tt = transpose(&t).unwrap();
+            let cs = cumsum(&t).unwrap();
+            let tl = tril(&t).unwrap();
+            for i in 0..r {
+                for j in 0..c {
+                    let v = t.get(&[i, j]).unwrap();
+                    prop_assert_eq!(tt.get(&[j, i]), Some(v));
+                    let prefix: i64 = (0..=i).map(|x| t.get(&[x, j]).unwrap()).sum();
+                    prop_assert_eq!(cs.get(&[i, j]), Some(prefix));
+                    prop_assert_eq!(tl.get(&[i, j]), Some(if j <= i { v } else { 0 }));
+                }
+            }
+            prop_assert_eq!(transpose(&tt).unwrap(), t.clone());
+            let flat = reshape(&t, &[r * c]).unwrap();
+            prop_assert_eq!(reshape(&flat, &[r, c]).unwrap(), t);
+        }
+    }
+}

@@ -130,3 +130,34 @@ mod tests {
         assert_eq!(sum(&t).to_f32(), 2056.0);
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn reductions_match_loops(
+            (shape, data) in prop::collection::vec(1usize..5, 1..=4).prop_flat_map(|shape| {
+                let len: usize = shape.iter().product();
+                (Just(shape), prop::collection::vec(-100i32..100, len))
+            })
+        ) {
+            let t = Tile::from_vec(&shape, data.clone()).unwrap();
+            let row_len = *shape.last().unwrap();
+            let rows: Vec<&[i32]> = data.chunks(row_len).collect();
+            let sums: Vec<i32> = rows.iter().map(|r| r.iter().sum()).collect();
+            let maxes: Vec<i32> = rows.iter().map(|r| *r.iter().max().unwrap()).collect();
+            let mins: Vec<i32> = rows.iter().map(|r| *r.iter().min().unwrap()).collect();
+            let mut out_shape = shape.clone();
+            *out_shape.last_mut().unwrap() = 1;
+            prop_assert_eq!(rowsum(&t).unwrap(), Tile::from_vec(&out_shape, sums).unwrap());
+            prop_assert_eq!(rowmax(&t).unwrap(), Tile::from_vec(&out_shape, maxes).unwrap());
+            prop_assert_eq!(rowmin(&t).unwrap(), Tile::from_vec(&out_shape, mins).unwrap());
+            prop_assert_eq!(sum(&t), data.iter().sum::<i32>());
+            prop_assert_eq!(max(&t), *data.iter().max().unwrap());
+            prop_assert_eq!(min(&t), *data.iter().min().unwrap());
+        }
+    }
+}

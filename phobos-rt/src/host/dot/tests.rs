@@ -156,3 +156,52 @@ proptest! {
         check::<i64>(m, k, n, |x| x as i64, |x| x as f64);
     }
 }
+
+/// `matrixmultiply::sgemm` as the outside reference for f32 contraction on
+/// random data. Both sum in different orders, so the bound is the standard
+/// one for a k-term dot product: `|error| <= 2 k eps sum_p |a_ip b_pj|`.
+fn sgemm_reference(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    let mut c = vec![0.0f32; m * n];
+    // SAFETY: a, b and c hold m*k, k*n and m*n elements, row-major.
+    unsafe {
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            1.0,
+            a.as_ptr(),
+            k as isize,
+            1,
+            b.as_ptr(),
+            n as isize,
+            1,
+            0.0,
+            c.as_mut_ptr(),
+            n as isize,
+            1,
+        );
+    }
+    c
+}
+
+proptest! {
+    #[test]
+    fn f32_dot_matches_matrixmultiply(
+        (m, k, n, a, b) in (1usize..40, 1usize..70, 1usize..40).prop_flat_map(|(m, k, n)| (
+            Just(m), Just(k), Just(n),
+            prop::collection::vec(-1.0f32..1.0, m * k),
+            prop::collection::vec(-1.0f32..1.0, k * n),
+        ))
+    ) {
+        let want = sgemm_reference(&a, &b, m, k, n);
+        let got = dot(&Tile::from_vec(&[m, k], a.clone()).unwrap(), &Tile::from_vec(&[k, n], b.clone()).unwrap()).unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let magnitude: f32 = (0..k).map(|p| (a[i * k + p] * b[p * n + j]).abs()).sum();
+                let bound = 2.0 * k as f32 * f32::EPSILON * magnitude;
+                let diff = (got.as_slice()[i * n + j] - want[i * n + j]).abs();
+                prop_assert!(diff <= bound, "[{i},{j}] {diff} > {bound}");
+            }
+        }
+    }
+}
