@@ -15,6 +15,8 @@ mod slices;
 mod stmt;
 pub mod types;
 
+pub use attrs::{KNOWN_ATTRIBUTES, tune_values};
+
 use std::collections::HashMap;
 
 use crate::diag::Diagnostic;

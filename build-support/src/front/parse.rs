@@ -621,3 +621,103 @@ fn lvalue(target: Expr) -> PResult<(Ident, Option<Vec<Subscript>>)> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::front::lex_text;
+    use crate::front::print::{expr_to_string, program_to_string};
+
+    fn expr(src: &str) -> String {
+        let lexed = lex_text("t.ph", src).unwrap();
+        expr_to_string(&parse_expr(&lexed.tokens).unwrap())
+    }
+
+    fn program(src: &str) -> String {
+        let lexed = lex_text("t.ph", src).unwrap();
+        program_to_string(&parse_program(&lexed.tokens).unwrap())
+    }
+
+    fn error(src: &str) -> String {
+        let lexed = lex_text("t.ph", src).unwrap();
+        parse_program(&lexed.tokens).unwrap_err()[0].message.clone()
+    }
+
+    #[test]
+    fn precedence_follows_c() {
+        assert_eq!(expr("a + b * c - d"), "(a + (b * c)) - d");
+        assert_eq!(expr("x & 3 == 1"), "x & (3 == 1)");
+        assert_eq!(expr("a < b && c || !d"), "((a < b) && c) || !d");
+        assert_eq!(expr("1 << 2 + 3"), "1 << (2 + 3)");
+        assert_eq!(expr("-a * b"), "-a * b");
+        assert_eq!(expr("a | b ^ c & d"), "a | (b ^ (c & d))");
+    }
+
+    #[test]
+    fn postfix_and_subscripts() {
+        assert_eq!(expr("A[i, a :+ n, a : b, :]"), "A[i, a :+ n, a : b, :]");
+        assert_eq!(expr("f(x)[0](y)"), "f(x)[0](y)");
+        assert_eq!(expr("A[3:]"), "A[3:]");
+    }
+
+    #[test]
+    fn statements_end_at_newlines_and_semicolons() {
+        let p = program("kernel k() {\n  let a = 1; var b = 2\n  b += a\n  b max= 3\n}\n");
+        assert_eq!(
+            p,
+            "kernel k() {\n  let a = 1\n  var b = 2\n  b += a\n  b max= 3\n}\n"
+        );
+    }
+
+    #[test]
+    fn else_may_start_the_next_line() {
+        let p =
+            program("kernel k() {\n  if a {\n    x = 1\n  }\n  else if b {\n  } else {\n  }\n}");
+        assert!(p.contains("} else {\n    if b {"), "{p}");
+    }
+
+    #[test]
+    fn long_parameter_lists_span_lines() {
+        let p = program(
+            "@grid(cdiv(N,\n  T))\nkernel k(a: f32,\n         b: tensor<f16>[N, 64],) {\n}",
+        );
+        assert!(p.contains("kernel k(a: f32, b: tensor<f16>[N, 64])"), "{p}");
+    }
+
+    #[test]
+    fn attribute_arguments() {
+        let p = program(
+            "@autotune(T in [16, 64], U in [1, 2, 3])\n@launch(threads = 128)\n@pipeline\nkernel k() {}",
+        );
+        assert!(
+            p.starts_with(
+                "@autotune(T in [16, 64], U in [1, 2, 3])\n@launch(threads = 128)\n@pipeline\n"
+            ),
+            "{p}"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_name_what_was_expected() {
+        assert_eq!(
+            error("kernel k( {}"),
+            "expected a parameter name, found `{`"
+        );
+        assert_eq!(
+            error("kernel k() { let = 1 }"),
+            "expected a name to bind, found `=`"
+        );
+        assert_eq!(
+            error("kernel k() { for i in 0 {} }"),
+            "expected `range`, found `0`"
+        );
+        assert_eq!(
+            error("kernel k() { f(x) = 1 }"),
+            "cannot assign to this: expected a name or a name with subscripts (`x`, `T[i :+ n]`)"
+        );
+        assert_eq!(
+            error("@grid(1) let"),
+            "expected `kernel` or an `@attribute`, found `let`"
+        );
+    }
+}

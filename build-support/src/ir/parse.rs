@@ -97,7 +97,12 @@ fn tokenize(text: &str) -> Result<Vec<(Tok, usize)>, IrParseError> {
             out.push((tok, line));
             continue;
         }
-        if c == '%' {
+        // `%name` is a local; `%` before a space is the remainder operator.
+        if c == '%'
+            && chars
+                .get(i + 1)
+                .is_some_and(|n| n.is_ascii_alphabetic() || *n == '_')
+        {
             i += 1;
             while i < chars.len() && word_char(chars[i]) {
                 i += 1;
