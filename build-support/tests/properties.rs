@@ -166,3 +166,93 @@ proptest! {
         prop_assert_eq!(tune_values(&[a, b]).is_ok(), doubling);
     }
 }
+
+const VOCAB: [&str; 40] = [
+    "kernel",
+    "k",
+    "(",
+    ")",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    ":+",
+    ";",
+    "\n",
+    "@grid",
+    "@autotune",
+    "T in [16, 64]",
+    "X",
+    ": tensor<f32>[N]",
+    "let",
+    "var",
+    "x",
+    "=",
+    "+=",
+    "max=",
+    "for",
+    "in range(0, N, T)",
+    "if",
+    "else",
+    "while",
+    "dot(",
+    "where(",
+    "1",
+    "2.5",
+    "-",
+    "*",
+    "<",
+    "&&",
+    "program_id(0)",
+    "X[x :+ T]",
+    "tile<f32>[T]",
+];
+
+fn example_kernels() -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for dir in [root.join("tests/in"), root.join("../examples/kernels")] {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if e.path().extension().is_some_and(|x| x == "ph") {
+                out.push(std::fs::read_to_string(e.path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Token soup never panics the front end, and every error points inside
+    /// the source.
+    #[test]
+    fn any_token_soup_gets_a_result(words in proptest::collection::vec(0..VOCAB.len(), 0..60)) {
+        let src: String = words.iter().map(|i| VOCAB[*i]).collect::<Vec<_>>().join(" ");
+        if let Err(d) = phobos_build::check_source(&phobos_build::Source::file("s.ph", src.clone())) {
+            prop_assert!(!d.errors.is_empty());
+            for e in &d.errors {
+                prop_assert!(e.span.hi as usize <= src.len() && e.span.lo <= e.span.hi, "{:?} in {:?}", e, src);
+            }
+            prop_assert!(d.render().contains("error:"));
+        }
+    }
+
+    /// Deleting any slice of a valid kernel never panics the front end.
+    #[test]
+    fn damaged_kernels_get_a_result(which in 0usize..64, at in 0usize..4000, len in 1usize..40) {
+        let kernels = example_kernels();
+        let text = &kernels[which % kernels.len()];
+        let at = at % text.len();
+        let end = (at + len).min(text.len());
+        if text.is_char_boundary(at) && text.is_char_boundary(end) {
+            let damaged = format!("{}{}", &text[..at], &text[end..]);
+            let result = phobos_build::check_source(&phobos_build::Source::file("d.ph", damaged.clone()));
+            if let Ok(m) = result {
+                prop_assert!(phobos_build::ir::verify(&m).is_ok());
+            }
+        }
+    }
+}
