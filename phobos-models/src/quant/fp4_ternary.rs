@@ -165,3 +165,43 @@ pub(super) fn quantize_mxfp4(x: &[f32], out: &mut Vec<u8>) {
         out.push(nearest(x[j]) | (nearest(x[j + 16]) << 4));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ternary_packing_reads_back_every_digit_combination() {
+        const W5: [u8; 5] = [81, 27, 9, 3, 1];
+        for value in 0..243u16 {
+            let digits: Vec<u8> = (0..5)
+                .map(|k| ((value / u16::from(W5[k])) % 3) as u8)
+                .collect();
+            let byte = pack_ternary(digits.iter().copied(), &W5);
+            for (k, &dgt) in digits.iter().enumerate() {
+                assert_eq!(
+                    ternary_digit(byte, k),
+                    dgt as i8 - 1,
+                    "value {value} digit {k}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn e8m0_half_scales_are_powers_of_two() {
+        assert_eq!(e8m0_to_f32_half(127), 0.5);
+        assert_eq!(e8m0_to_f32_half(128), 1.0);
+        // 2^-127 and 2^-128 are subnormal: mantissa bits 22 and 21.
+        assert_eq!(e8m0_to_f32_half(1), f32::from_bits(1 << 22));
+        assert_eq!(e8m0_to_f32_half(0), f32::from_bits(1 << 21));
+    }
+
+    #[test]
+    fn ue4m3_decodes_normals_subnormals_and_nan_as_zero() {
+        assert_eq!(ue4m3_to_f32_half(0x38), 0.5); // exp 7, man 0 -> 1.0, halved
+        assert_eq!(ue4m3_to_f32_half(0x01), 2f32.powi(-10));
+        assert_eq!(ue4m3_to_f32_half(0x7F), 0.0);
+        assert_eq!(ue4m3_to_f32_half(0x7E), 448.0 / 2.0);
+    }
+}

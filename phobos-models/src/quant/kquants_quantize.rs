@@ -213,3 +213,62 @@ pub(super) fn quantize_q6_k(x: &[f32], out: &mut Vec<u8>) {
     out.extend(sc.iter().map(|&s| s as u8));
     put_f16(out, d);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::kquants::{k4_scale_min, nearest_int, q3_k_scale};
+    use super::*;
+
+    #[test]
+    fn nearest_int_rounds_half_to_even() {
+        let cases = [
+            (0.5, 0),
+            (1.5, 2),
+            (2.5, 2),
+            (-0.5, 0),
+            (-1.5, -2),
+            (3.49, 3),
+            (-126.6, -127),
+        ];
+        for (v, want) in cases {
+            assert_eq!(nearest_int(v), want, "{v}");
+        }
+    }
+
+    #[test]
+    fn f16_ceil_never_rounds_down() {
+        for v in [1e-7f32, 0.1, 0.3333, 1.0, 65000.0, 3.0e-5] {
+            let c = f16_ceil(v);
+            assert!(c >= v, "{v} -> {c}");
+            assert_eq!(f16::from_f32(c).to_f32(), c, "representable");
+            let below = f16::from_bits(f16::from_f32(c).to_bits() - 1).to_f32();
+            assert!(below < v, "{v}: {c} is not the smallest");
+        }
+    }
+
+    #[test]
+    fn k4_scales_pack_and_unpack_for_every_value() {
+        for base in 0u8..64 {
+            let sc: Vec<u8> = (0..8).map(|j| (base + 7 * j) % 64).collect();
+            let m: Vec<u8> = (0..8).map(|j| (base + 13 * j + 5) % 64).collect();
+            let mut packed = Vec::new();
+            pack_k4_scales(&sc, &m, &mut packed);
+            for j in 0..8 {
+                assert_eq!(k4_scale_min(&packed, j), (sc[j], m[j]), "sub-block {j}");
+            }
+        }
+    }
+
+    #[test]
+    fn q3_k_scales_pack_and_unpack() {
+        let x: Vec<f32> = (0..QK_K)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) * (1 + i / 16) as f32)
+            .collect();
+        let mut block = Vec::new();
+        quantize_q3_k(&x, &mut block);
+        let (_, sc, _) = symmetric(&x, 16, -4, 3, 31);
+        for (i, &s) in sc.iter().enumerate() {
+            assert_eq!(q3_k_scale(&block[96..108], i), s, "scale {i}");
+        }
+    }
+}
