@@ -16,7 +16,11 @@ pub(crate) enum Storage {
 
 /// A typed, shaped array on a [`Device`]. Strides are in elements, row-major
 /// unless made with [`Tensor::strided`].
-#[derive(Debug)]
+///
+/// Views ([`Tensor::strided`], [`Tensor::narrow`], [`Tensor::reshape`])
+/// share the allocation. Writing through one view while a kernel reads
+/// another is allowed and well defined (every host access is atomic), just
+/// as on a GPU; the values seen are then unspecified.
 pub struct Tensor<T: Element> {
     storage: Storage,
     shape: Shape,
@@ -133,15 +137,90 @@ impl<T: Element> Tensor<T> {
         })
     }
 
-    /// The elements in row-major order of the shape (a copy).
-    pub fn to_vec(&self) -> Result<Vec<T>> {
-        let base = self.host_ptr("to_vec")?;
-        let mut out = Vec::with_capacity(self.len());
+    /// A view of `len` indices of dim `dim` starting at `start` (the other
+    /// dims unchanged).
+    pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Tensor<T>> {
+        let (Some(&extent), Some(&stride)) = (self.shape().get(dim), self.strides.get(dim)) else {
+            return Err(Error::BadShape {
+                op: "narrow",
+                shape: self.shape().to_vec(),
+                expected: "a dim index below the rank",
+            });
+        };
+        if start.checked_add(len).is_none_or(|end| end > extent) {
+            return Err(Error::BadShape {
+                op: "narrow",
+                shape: self.shape().to_vec(),
+                expected: "start + len within the dim's extent",
+            });
+        }
+        let mut shape = self.shape().to_vec();
+        shape[dim] = len;
+        let offset = if len == 0 {
+            self.offset
+        } else {
+            self.offset + start * stride
+        };
+        self.strided(shape, &self.strides.clone(), offset)
+    }
+
+    /// A row-major view with another shape of the same element count;
+    /// the tensor must be contiguous.
+    pub fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor<T>> {
+        let shape = shape.into();
+        let to_len = shape.elem_count()?;
+        if to_len != self.len() {
+            return Err(Error::ReshapeLen {
+                from: self.shape().to_vec(),
+                from_len: self.len(),
+                to: shape.dims().to_vec(),
+                to_len,
+            });
+        }
+        if !self.is_contiguous() {
+            return Err(Error::BadShape {
+                op: "reshape",
+                shape: self.shape().to_vec(),
+                expected: "a contiguous (row-major) tensor",
+            });
+        }
+        let strides = shape.row_major_strides();
+        self.strided(shape, &strides, self.offset)
+    }
+
+    /// Overwrites the elements, given in row-major order of the shape
+    /// (strides honoured). `LenMismatch` when the length differs.
+    pub fn copy_from_slice(&mut self, data: &[T]) -> Result<()> {
+        if data.len() != self.len() {
+            return Err(Error::LenMismatch {
+                shape: self.shape().to_vec(),
+                expected: self.len(),
+                actual: data.len(),
+            });
+        }
+        let base = self.host_ptr("copy_from_slice")?;
+        self.for_each_offset(|i, at| {
+            // SAFETY: every index of the shape is inside the allocation
+            // (checked at construction); all accesses are atomic.
+            unsafe { T::store_relaxed(base.add(at), data[i]) }
+        });
+        Ok(())
+    }
+
+    /// A new row-major tensor on the same device holding a copy of the elements.
+    pub fn try_clone(&self) -> Result<Tensor<T>> {
+        self.device()
+            .tensor_from(&self.to_vec()?, self.shape.clone())
+    }
+
+    /// Calls `f(i, element_offset)` for the `i`-th element in row-major order.
+    fn for_each_offset(&self, mut f: impl FnMut(usize, usize)) {
         if self.is_empty() {
-            return Ok(out);
+            return;
         }
         let dims = self.shape.dims();
         let mut index = vec![0usize; dims.len()];
+        let mut i = 0;
         loop {
             let at = self.offset
                 + index
@@ -149,13 +228,24 @@ impl<T: Element> Tensor<T> {
                     .zip(&self.strides)
                     .map(|(i, s)| i * s)
                     .sum::<usize>();
-            // SAFETY: `strided`/construction checked that every index of the
-            // shape stays inside the allocation; all accesses are atomic.
-            out.push(unsafe { T::load_relaxed(base.add(at)) });
+            f(i, at);
+            i += 1;
             if !advance(&mut index, dims) {
-                return Ok(out);
+                return;
             }
         }
+    }
+
+    /// The elements in row-major order of the shape (a copy).
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let base = self.host_ptr("to_vec")?;
+        let mut out = Vec::with_capacity(self.len());
+        self.for_each_offset(|_, at| {
+            // SAFETY: every index of the shape is inside the allocation
+            // (checked at construction); all accesses are atomic.
+            out.push(unsafe { T::load_relaxed(base.add(at)) })
+        });
+        Ok(out)
     }
 
     /// Number of `T` elements the allocation holds.
@@ -186,6 +276,18 @@ impl<T: Element> Tensor<T> {
                 unsafe { T::store_relaxed(base.add(i), v) };
             }
         }
+    }
+}
+
+impl<T: Element> std::fmt::Debug for Tensor<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tensor")
+            .field("dtype", &T::DTYPE)
+            .field("shape", &self.shape())
+            .field("strides", &self.strides)
+            .field("offset", &self.offset)
+            .field("device", &self.device().name())
+            .finish()
     }
 }
 
@@ -237,6 +339,34 @@ mod tests {
             Err(Error::BadStrides { .. })
         ));
         assert!(t.strided([0, 3], &[100, 100], 100).is_ok());
+    }
+
+    #[test]
+    fn narrow_reshape_copy_and_clone() {
+        let dev = Device::host();
+        let mut t = dev
+            .tensor_from(&(0..12).collect::<Vec<i32>>(), [3, 4])
+            .unwrap();
+        let rows = t.narrow(0, 1, 2).unwrap();
+        assert_eq!(rows.to_vec().unwrap(), (4..12).collect::<Vec<_>>());
+        let cols = t.narrow(1, 1, 2).unwrap();
+        assert_eq!(cols.to_vec().unwrap(), vec![1, 2, 5, 6, 9, 10]);
+        assert!(!cols.is_contiguous());
+        assert!(cols.reshape([6]).is_err());
+        assert!(t.narrow(1, 3, 2).is_err());
+        assert!(t.narrow(2, 0, 1).is_err());
+        assert_eq!(t.narrow(0, 3, 0).unwrap().len(), 0);
+        let flat = t.reshape([2, 6]).unwrap();
+        assert_eq!(flat.strides(), &[6, 1]);
+        assert!(matches!(t.reshape([5]), Err(Error::ReshapeLen { .. })));
+        let mut col = t.narrow(1, 0, 1).unwrap();
+        col.copy_from_slice(&[-1, -2, -3]).unwrap();
+        assert!(col.copy_from_slice(&[1]).is_err());
+        assert_eq!(t.to_vec().unwrap()[..5], [-1, 1, 2, 3, -2]);
+        let copy = t.try_clone().unwrap();
+        t.copy_from_slice(&[0; 12]).unwrap();
+        assert_eq!(copy.to_vec().unwrap()[0], -1);
+        assert!(format!("{t:?}").contains("shape: [3, 4]"));
     }
 
     #[test]

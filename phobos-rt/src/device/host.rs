@@ -14,7 +14,6 @@ pub struct HostDevice;
 /// element accesses cast the base pointer to `*mut T` and go through
 /// `Element::{load,store}_relaxed`, never through the `u64` words, so all
 /// accesses to one element have the same width.
-#[derive(Debug)]
 pub(crate) struct HostBuffer {
     words: Box<[AtomicU64]>,
     len_bytes: usize,
@@ -39,5 +38,13 @@ impl HostBuffer {
     /// `UnsafeCell`s.
     pub(crate) fn base_ptr(&self) -> *mut u8 {
         self.words.as_ptr().cast::<u8>().cast_mut()
+    }
+}
+
+impl std::fmt::Debug for HostBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostBuffer")
+            .field("len_bytes", &self.len_bytes)
+            .finish_non_exhaustive()
     }
 }
