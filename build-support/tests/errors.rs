@@ -152,6 +152,18 @@ fn syntax_errors_say_what_was_expected() {
 }
 
 #[test]
+fn errors_in_later_statements_are_reported_too() {
+    // One error per failing statement; the failed `let a` is not reported
+    // again where `a` is used.
+    check(
+        "several_statements",
+        &kernel(
+            "  let a = prgram_id(0)\n  let b = a + 1\n  let d = X[0:]\n  for i in range(0, 4) {\n    i = 2\n  }",
+        ),
+    );
+}
+
+#[test]
 fn macro_errors_point_at_the_token() {
     let tokens: proc_macro2::TokenStream =
         "@grid(1)\nkernel k(X: tensor<f32>[N]) {\n  let y = alpah\n}\n"

@@ -15,6 +15,9 @@ impl KernelChecker {
             ast::ExprKind::Paren(inner) => self.const_int(inner, what)?,
             ast::ExprKind::Name(n) => match self.lookup(n) {
                 Some(Binding::Tune) => ShapeExpr::Tune(n.clone()),
+                Some(Binding::Poisoned) => {
+                    return Err(Diagnostic::error(e.span, super::REPEATED_ERROR));
+                }
                 Some(Binding::Dim) => {
                     return Err(Diagnostic::error(
                         e.span,

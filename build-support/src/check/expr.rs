@@ -94,6 +94,7 @@ impl KernelChecker {
             Some(Binding::Scalar(d)) => {
                 Ok(Typed::strong(scalar(ExprKind::Param(n.into()), d, span)))
             }
+            Some(Binding::Poisoned) => Err(Diagnostic::error(span, super::REPEATED_ERROR)),
             Some(Binding::Dim) => i32_leaf(ExprKind::Dim(n.into())),
             Some(Binding::Tune) => i32_leaf(ExprKind::Tune(n.into())),
             Some(Binding::Tensor) => Err(Diagnostic::error(

@@ -25,8 +25,7 @@ use crate::front::ast;
 use crate::ir::{self, Config, DType, Elem, LocalId, Shape};
 use crate::span::Span;
 
-/// Checks every kernel; errors of all kernels are returned together (the
-/// first error of each kernel).
+/// Checks every kernel; errors of all kernels are returned together.
 pub fn check_program(program: &ast::Program) -> Result<ir::Module, Vec<Diagnostic>> {
     let mut kernels = Vec::new();
     let mut errors = Vec::new();
@@ -42,7 +41,7 @@ pub fn check_program(program: &ast::Program) -> Result<ir::Module, Vec<Diagnosti
         names.push(&k.name.name);
         match check_kernel(k) {
             Ok(kernel) => kernels.push(kernel),
-            Err(d) => errors.push(d),
+            Err(mut d) => errors.append(&mut d),
         }
     }
     if !errors.is_empty() {
@@ -58,13 +57,19 @@ pub fn check_program(program: &ast::Program) -> Result<ir::Module, Vec<Diagnosti
     Ok(module)
 }
 
-/// Checks one kernel, stopping at its first error.
-pub fn check_kernel(k: &ast::Kernel) -> Result<ir::Kernel, Diagnostic> {
+/// Most errors reported for one kernel; later ones are often consequences.
+const MAX_ERRORS_PER_KERNEL: usize = 20;
+
+/// Checks one kernel. A parameter or attribute error stops the check; in
+/// the body each failing statement is reported and checking goes on with
+/// the next (uses of a local whose declaration failed are not reported
+/// again).
+pub fn check_kernel(k: &ast::Kernel) -> Result<ir::Kernel, Vec<Diagnostic>> {
     let mut cx = KernelChecker::new();
-    cx.params(&k.params)?;
-    let attrs = cx.attributes(&k.attrs)?;
+    cx.params(&k.params).map_err(|d| vec![d])?;
+    let attrs = cx.attributes(&k.attrs).map_err(|d| vec![d])?;
     let grid = match attrs.grid {
-        Some(g) => cx.grid(g)?,
+        Some(g) => cx.grid(g).map_err(|d| vec![d])?,
         None => vec![ir::Expr {
             kind: ir::ExprKind::Int(1),
             elem: Elem::Scalar(DType::I32),
@@ -72,7 +77,12 @@ pub fn check_kernel(k: &ast::Kernel) -> Result<ir::Kernel, Diagnostic> {
             span: k.name.span,
         }],
     };
-    let body = cx.block(&k.body)?;
+    let body = cx.block(&k.body);
+    if !cx.errors.is_empty() {
+        cx.errors.truncate(MAX_ERRORS_PER_KERNEL);
+        return Err(cx.errors);
+    }
+    let body = body.map_err(|d| vec![d])?;
     let params = cx.finish_params();
     Ok(ir::Kernel {
         name: k.name.name.clone(),
@@ -96,7 +106,13 @@ enum Binding {
     Tensor,
     Dim,
     Tune,
+    /// A local whose declaration failed; uses are not reported again.
+    Poisoned,
 }
+
+/// The message of an error that only repeats an earlier one (a use of a
+/// poisoned local); statement recovery drops these.
+const REPEATED_ERROR: &str = "\u{0}repeated";
 
 /// Per-kernel checking state.
 struct KernelChecker {
@@ -112,6 +128,10 @@ struct KernelChecker {
     /// What each `let` local and loop variable is computed from (value;
     /// loop start and step), for block-alignment proofs.
     local_defs: HashMap<LocalId, Vec<ir::Expr>>,
+    /// Errors of statements checked so far.
+    errors: Vec<Diagnostic>,
+    /// Names whose `let`/`var` failed, per scope like `scopes`.
+    poisoned: Vec<Vec<String>>,
 }
 
 impl KernelChecker {
@@ -125,6 +145,8 @@ impl KernelChecker {
             scopes: vec![HashMap::new()],
             written: Vec::new(),
             local_defs: HashMap::new(),
+            errors: Vec::new(),
+            poisoned: vec![Vec::new()],
         }
     }
 
@@ -134,8 +156,22 @@ impl KernelChecker {
         }
     }
 
+    /// Opens a block scope (locals and poisoned names move together).
+    fn push_scope(&mut self) {
+        self.scopes.push(HashMap::new());
+        self.poisoned.push(Vec::new());
+    }
+
+    fn pop_scope(&mut self) {
+        self.scopes.pop();
+        self.poisoned.pop();
+    }
+
     fn lookup(&self, name: &str) -> Option<Binding> {
-        for scope in self.scopes.iter().rev() {
+        for (scope, poisoned) in self.scopes.iter().zip(&self.poisoned).rev() {
+            if poisoned.iter().any(|p| p == name) {
+                return Some(Binding::Poisoned);
+            }
             if let Some(id) = scope.get(name) {
                 return Some(Binding::Local(*id));
             }
@@ -168,6 +204,9 @@ impl KernelChecker {
     }
 
     fn unknown_name(&self, name: &str, span: Span, extra: &[&str]) -> Diagnostic {
+        if let Some(Binding::Poisoned) = self.lookup(name) {
+            return Diagnostic::error(span, REPEATED_ERROR);
+        }
         let mut candidates = self.visible_names();
         candidates.extend_from_slice(extra);
         let matches = close_matches(name, candidates);
@@ -223,6 +262,9 @@ impl KernelChecker {
         });
         if let Some(scope) = self.scopes.last_mut() {
             scope.insert(name.name.clone(), id);
+        }
+        if let Some(poisoned) = self.poisoned.last_mut() {
+            poisoned.retain(|p| p != &name.name);
         }
         Ok(id)
     }

@@ -1,7 +1,5 @@
 //! Statements: declarations, assignments, stores, control flow.
 
-use std::collections::HashMap;
-
 use super::params::scalar_dtype;
 use super::types::{Typed, Weak, broadcast_to, convert, implicitly_converts, promote};
 use super::{Binding, KernelChecker};
@@ -11,15 +9,29 @@ use crate::ir::{self, BinOp, Builtin, DType, Elem, ExprKind, Shape, StmtKind, St
 use crate::span::Span;
 
 impl KernelChecker {
+    /// Checks a block's statements in a new scope. A failing statement is
+    /// recorded in `self.errors` and skipped; the block still returns Ok
+    /// (the kernel fails as a whole when any error was recorded).
     pub(super) fn block(&mut self, block: &ast::Block) -> Result<ir::Block, Diagnostic> {
-        self.scopes.push(HashMap::new());
-        let out = block
-            .stmts
-            .iter()
-            .map(|s| self.stmt(s))
-            .collect::<Result<Vec<_>, _>>();
-        self.scopes.pop();
-        out
+        self.push_scope();
+        let mut out = Vec::with_capacity(block.stmts.len());
+        for s in &block.stmts {
+            match self.stmt(s) {
+                Ok(stmt) => out.push(stmt),
+                Err(d) => {
+                    if let ast::StmtKind::Let { name, .. } = &s.kind
+                        && let Some(p) = self.poisoned.last_mut()
+                    {
+                        p.push(name.name.clone());
+                    }
+                    if d.message != super::REPEATED_ERROR {
+                        self.errors.push(d);
+                    }
+                }
+            }
+        }
+        self.pop_scope();
+        Ok(out)
     }
 
     fn stmt(&mut self, s: &ast::Stmt) -> Result<ir::Stmt, Diagnostic> {
@@ -277,6 +289,7 @@ impl KernelChecker {
                 ),
             )
             .with_help(format!("copy it into a local: `var x = {}`", target.name))),
+            Some(Binding::Poisoned) => Err(Diagnostic::error(target.span, super::REPEATED_ERROR)),
             Some(Binding::Dim | Binding::Tune) => Err(Diagnostic::error(
                 target.span,
                 format!(
@@ -357,19 +370,19 @@ impl KernelChecker {
         let step = it
             .next()
             .unwrap_or_else(|| super::expr::scalar(ExprKind::Int(1), common, step_span));
-        self.scopes.push(HashMap::new());
+        self.push_scope();
         let var_id = self.declare(var, Elem::Scalar(common), Shape::scalar(), false);
         let var_id = match var_id {
             Ok(id) => id,
             Err(e) => {
-                self.scopes.pop();
+                self.pop_scope();
                 return Err(e);
             }
         };
         self.local_defs
             .insert(var_id, vec![start.clone(), step.clone()]);
         let body = self.block(body);
-        self.scopes.pop();
+        self.pop_scope();
         Ok(StmtKind::For {
             var: var_id,
             start,

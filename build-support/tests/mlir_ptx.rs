@@ -1,0 +1,208 @@
+//! PTX from the MLIR back end must assemble with NVIDIA's `ptxas`.
+//!
+//! `ptxas` comes from PyPI (`pip install nvidia-cuda-nvcc-cu12`; see
+//! shared/VERIFY.md). It is looked up as `$PHOBOS_PTXAS`, then `ptxas` on
+//! PATH, then inside the Python `nvidia.cuda_nvcc` package. Without it the
+//! assembly checks are skipped with a note, unless `PHOBOS_REQUIRE_PTXAS=1`
+//! (set in CI), which turns the skip into a failure.
+#![cfg(feature = "ptx")]
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use phobos_build::{
+    Source,
+    back::mlir::{self, MlirError, Target, pipeline},
+    check_source, ir,
+};
+
+fn find_ptxas() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("PHOBOS_PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    if Command::new("ptxas")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return Some(PathBuf::from("ptxas"));
+    }
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import nvidia.cuda_nvcc, os; print(list(nvidia.cuda_nvcc.__path__)[0])",
+        ])
+        .output()
+        .ok()?;
+    let dir = String::from_utf8(out.stdout).ok()?;
+    let candidate = Path::new(dir.trim()).join("bin").join("ptxas");
+    candidate.is_file().then_some(candidate)
+}
+
+/// The ptxas to use, or `None` (after saying so) when it may be skipped.
+fn ptxas() -> Option<PathBuf> {
+    let found = find_ptxas();
+    if found.is_none() {
+        assert!(
+            std::env::var("PHOBOS_REQUIRE_PTXAS").as_deref() != Ok("1"),
+            "PHOBOS_REQUIRE_PTXAS=1 but no ptxas: pip install nvidia-cuda-nvcc-cu12 or set PHOBOS_PTXAS"
+        );
+        eprintln!("note: ptxas not found; PTX is produced but not assembled");
+    }
+    found
+}
+
+/// Assembles `ptx` for `chip`; panics with ptxas's message on failure.
+fn assemble(ptxas: &Path, ptx: &str, chip: &str, what: &str) {
+    let dir = std::env::temp_dir().join(format!("phobos-mlir-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stem = format!(
+        "{}_{chip}",
+        what.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+    );
+    let ptx_path = dir.join(format!("{stem}.ptx"));
+    std::fs::write(&ptx_path, ptx).unwrap();
+    let out = Command::new(ptxas)
+        .arg(format!("-arch={chip}"))
+        .arg(&ptx_path)
+        .arg("-o")
+        .arg(dir.join(format!("{stem}.cubin")))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ptxas -arch={chip} rejected {what}:\n{}\n(PTX kept at {})",
+        String::from_utf8_lossy(&out.stderr),
+        ptx_path.display()
+    );
+}
+
+/// A kernel written directly in MLIR: proves the pipeline (and its
+/// serialization to PTX without a CUDA toolkit) independently of the
+/// emitter.
+const HAND_SAXPY: &str = r#"
+module attributes {gpu.container_module} {
+  gpu.module @hand {
+    gpu.func @saxpy(%x: !llvm.ptr<1>, %y: !llvm.ptr<1>, %a: f32, %n: i32) kernel {
+      %bid = gpu.block_id x
+      %bdim = gpu.block_dim x
+      %tid = gpu.thread_id x
+      %base = arith.muli %bid, %bdim : index
+      %i = arith.addi %base, %tid : index
+      %i32 = arith.index_cast %i : index to i32
+      %inside = arith.cmpi slt, %i32, %n : i32
+      scf.if %inside {
+        %px = llvm.getelementptr %x[%i32] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32
+        %py = llvm.getelementptr %y[%i32] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32
+        %xv = llvm.load %px : !llvm.ptr<1> -> f32
+        %yv = llvm.load %py : !llvm.ptr<1> -> f32
+        %ax = arith.mulf %a, %xv : f32
+        %r = arith.addf %ax, %yv : f32
+        llvm.store %r, %py : f32, !llvm.ptr<1>
+      }
+      gpu.return
+    }
+  }
+}
+"#;
+
+#[test]
+fn hand_written_saxpy_lowers_to_ptx_for_every_default_chip() {
+    let ptxas = ptxas();
+    for chip in mlir::DEFAULT_CHIPS {
+        let target = Target::new(chip, 32).unwrap();
+        let ptx = pipeline::mlir_to_ptx(HAND_SAXPY, &target).unwrap();
+        assert!(ptx.contains(&format!(".target {chip}")), "{ptx}");
+        assert!(ptx.contains(".entry saxpy"), "{ptx}");
+        // Nothing may call into libdevice: it is not linked.
+        assert!(!ptx.contains("__nv_"), "{ptx}");
+        if let Some(p) = &ptxas {
+            assemble(p, &ptx, chip, "hand_saxpy");
+        }
+    }
+}
+
+#[test]
+fn invalid_mlir_is_an_error_not_a_crash() {
+    let target = Target::new("sm_80", 32).unwrap();
+    let err = pipeline::mlir_to_ptx("module { this is not mlir }", &target).unwrap_err();
+    assert!(matches!(err, MlirError::InvalidModule { .. }), "{err}");
+}
+
+fn example_kernels() -> Vec<ir::Kernel> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/kernels");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ph"))
+        .collect();
+    paths.sort();
+    let mut kernels = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let module = check_source(&Source::file(path.display().to_string(), text))
+            .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+        kernels.extend(module.kernels);
+    }
+    kernels
+}
+
+#[test]
+fn example_kernels_at_default_config_assemble_for_every_chip() {
+    let ptxas = ptxas();
+    let chips = mlir::chips_from_env();
+    for kernel in example_kernels() {
+        let config = kernel.default_config();
+        for chip in &chips {
+            for index_bits in [32, 64] {
+                let variant = mlir::compile_ptx(&kernel, &config, chip, index_bits)
+                    .unwrap_or_else(|e| panic!("{} [{config}] {chip}: {e}", kernel.name));
+                assert!(variant.ptx.contains(&format!(".entry {}", kernel.name)));
+                assert!(
+                    !variant.ptx.contains("__nv_"),
+                    "libdevice call in {}",
+                    kernel.name
+                );
+                if let Some(p) = &ptxas {
+                    let what = format!("{}_i{index_bits}", kernel.name);
+                    assemble(p, &variant.ptx, chip, &what);
+                }
+            }
+        }
+    }
+}
+
+/// Every config either compiles and assembles, or is pruned with a reason
+/// (`DoesNotFit`); nothing else is acceptable.
+#[test]
+fn every_config_of_every_example_compiles_or_is_pruned_on_sm_80() {
+    let ptxas = ptxas();
+    let mut compiled = 0;
+    let mut pruned = 0;
+    for kernel in example_kernels() {
+        for config in kernel.configs() {
+            match mlir::compile_ptx(&kernel, &config, "sm_80", 32) {
+                Ok(variant) => {
+                    compiled += 1;
+                    if let Some(p) = &ptxas {
+                        assemble(
+                            p,
+                            &variant.ptx,
+                            "sm_80",
+                            &format!("{}_{config}", kernel.name),
+                        );
+                    }
+                }
+                Err(MlirError::DoesNotFit(why)) => {
+                    pruned += 1;
+                    eprintln!("pruned {} [{config}]: {why}", kernel.name);
+                }
+                Err(e) => panic!("{} [{config}]: {e}", kernel.name),
+            }
+        }
+    }
+    eprintln!("{compiled} variants compiled, {pruned} pruned");
+    assert!(compiled > 0);
+}
