@@ -156,4 +156,30 @@ mod tests {
         assert!(out.contains("compile_error"), "{out}");
         assert!(out.contains("pub mod broken"), "{out}");
     }
+
+    #[test]
+    fn file_errors_name_the_file_line_and_column() {
+        let out = file(quote!("tests/fixtures/undeclared_name.ph")).to_string();
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(
+            out.contains("tests/fixtures/undeclared_name.ph:3:10"),
+            "{out}"
+        );
+        assert!(out.contains("unknown name `y`"), "{out}");
+        assert!(out.contains("pub mod bad"), "{out}");
+    }
+
+    #[test]
+    fn file_expansion_tracks_the_file_for_rebuilds() {
+        let out = file(quote!("../examples/kernels/saxpy.ph")).to_string();
+        assert!(out.contains("include_bytes"), "{out}");
+        assert!(out.contains("pub mod saxpy"), "{out}");
+        assert!(!out.contains("compile_error"), "{out}");
+    }
+
+    #[test]
+    fn file_path_must_be_a_string_literal() {
+        let out = file(quote!(kernels / saxpy)).to_string();
+        assert!(out.contains("expected one string literal"), "{out}");
+    }
 }

@@ -27,9 +27,7 @@ pub fn read_kernel_file(relative: &str, span: Span) -> Result<KernelFile, MacroE
         MacroError::new(
             span,
             format!(
-                "kernel_file!: cannot read `{}` (resolved relative to the crate root {}): {io_error}",
-                relative,
-                Path::new(&manifest_dir).display()
+                "kernel_file!: cannot read `{relative}` (paths are relative to the directory of the crate's Cargo.toml): {io_error}"
             ),
         )
     })?;
