@@ -112,6 +112,7 @@ fn block_dequantizer(ty: GgmlType) -> Option<BlockDequantizer> {
         GgmlType::TQ2_0 => fp::dequantize_tq2_0,
         GgmlType::MXFP4 => fp::dequantize_mxfp4,
         GgmlType::NVFP4 => fp::dequantize_nvfp4,
+        GgmlType::Q1_0 => fp::dequantize_q1_0,
         _ => return None,
     })
 }
@@ -143,6 +144,7 @@ fn block_quantizer(ty: GgmlType) -> Option<BlockQuantizer> {
         GgmlType::TQ1_0 => fp::quantize_tq1_0,
         GgmlType::TQ2_0 => fp::quantize_tq2_0,
         GgmlType::MXFP4 => fp::quantize_mxfp4,
+        GgmlType::Q1_0 => fp::quantize_q1_0,
         _ => return None,
     })
 }
