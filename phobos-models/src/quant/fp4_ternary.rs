@@ -166,6 +166,31 @@ pub(super) fn quantize_mxfp4(x: &[f32], out: &mut Vec<u8>) {
     }
 }
 
+/// Q1_0: 128 signs sharing one f16 magnitude (set bit = +d).
+pub(super) fn dequantize_q1_0(block: &[u8], out: &mut [f32]) {
+    let d = f16_at(block, 0);
+    for (j, o) in out.iter_mut().enumerate() {
+        *o = if (block[2 + j / 8] >> (j % 8)) & 1 == 1 {
+            d
+        } else {
+            -d
+        };
+    }
+}
+
+/// The magnitude that minimises squared error for fixed signs: mean |x|.
+pub(super) fn quantize_q1_0(x: &[f32], out: &mut Vec<u8>) {
+    let mean_abs = x.iter().map(|v| v.abs()).sum::<f32>() / x.len() as f32;
+    put_f16(out, mean_abs);
+    for byte in x.chunks_exact(8) {
+        out.push(
+            byte.iter()
+                .enumerate()
+                .fold(0u8, |b, (i, &v)| b | (u8::from(v >= 0.0) << i)),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,30 +228,5 @@ mod tests {
         assert_eq!(ue4m3_to_f32_half(0x01), 2f32.powi(-10));
         assert_eq!(ue4m3_to_f32_half(0x7F), 0.0);
         assert_eq!(ue4m3_to_f32_half(0x7E), 448.0 / 2.0);
-    }
-}
-
-/// Q1_0: 128 signs sharing one f16 magnitude (set bit = +d).
-pub(super) fn dequantize_q1_0(block: &[u8], out: &mut [f32]) {
-    let d = f16_at(block, 0);
-    for (j, o) in out.iter_mut().enumerate() {
-        *o = if (block[2 + j / 8] >> (j % 8)) & 1 == 1 {
-            d
-        } else {
-            -d
-        };
-    }
-}
-
-/// The magnitude that minimises squared error for fixed signs: mean |x|.
-pub(super) fn quantize_q1_0(x: &[f32], out: &mut Vec<u8>) {
-    let mean_abs = x.iter().map(|v| v.abs()).sum::<f32>() / x.len() as f32;
-    put_f16(out, mean_abs);
-    for byte in x.chunks_exact(8) {
-        out.push(
-            byte.iter()
-                .enumerate()
-                .fold(0u8, |b, (i, &v)| b | (u8::from(v >= 0.0) << i)),
-        );
     }
 }
