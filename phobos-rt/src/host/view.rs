@@ -47,6 +47,26 @@ impl<T: Element> RawView<'_, T> {
         unsafe { T::store_relaxed(self.base.add(elem), value) }
     }
 
+    /// Hints the CPU to fetch elements `elem..elem + len` into the L2 cache.
+    /// Any range is allowed: a prefetch never faults and is not a memory
+    /// access in Rust's model, so the address may lie past the allocation.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, elem: usize, len: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
+            const LINE_BYTES: usize = 64;
+            let start = self.base.wrapping_add(elem).cast::<u8>();
+            for line in (0..len * size_of::<T>()).step_by(LINE_BYTES) {
+                // SAFETY: SSE is part of the x86_64 baseline, and a prefetch
+                // of any address is harmless.
+                unsafe { _mm_prefetch::<_MM_HINT_T1>(start.wrapping_add(line).cast::<i8>()) };
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (elem, len);
+    }
+
     /// A pointer to the element at `elem`.
     ///
     /// # Safety

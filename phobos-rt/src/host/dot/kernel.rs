@@ -60,13 +60,19 @@ fn gemm_f32_packed<const FMA: bool>(
     k: usize,
     n: usize,
 ) {
-    let n_panels = n.div_ceil(NR);
-    let mut b_packed = vec![[0.0f32; NR]; n_panels * k];
-    for (p, b_row) in b.chunks_exact(n).take(k).enumerate() {
-        for (jp, cols) in b_row.chunks(NR).enumerate() {
-            b_packed[jp * k + p][..cols.len()].copy_from_slice(cols);
+    // When N is a multiple of the panel width, B's rows already hold whole
+    // panels; otherwise copy B into zero-padded panels.
+    let b_packed = if n.is_multiple_of(NR) {
+        Vec::new()
+    } else {
+        let mut packed = vec![[0.0f32; NR]; n.div_ceil(NR) * k];
+        for (p, b_row) in b.chunks_exact(n).take(k).enumerate() {
+            for (jp, cols) in b_row.chunks(NR).enumerate() {
+                packed[jp * k + p][..cols.len()].copy_from_slice(cols);
+            }
         }
-    }
+        packed
+    };
     let mut a_packed = vec![[0.0f32; MR]; k];
     for i0 in (0..m).step_by(MR) {
         let rows = MR.min(m - i0);
@@ -78,8 +84,13 @@ fn gemm_f32_packed<const FMA: bool>(
         for slot in a_packed.iter_mut() {
             slot[rows..].fill(0.0);
         }
-        for (jp, b_panel) in b_packed.chunks_exact(k).enumerate() {
-            let block = micro::<FMA>(&a_packed, b_panel);
+        for jp in 0..n.div_ceil(NR) {
+            let block = if b_packed.is_empty() {
+                let panel = b.chunks_exact(n).map(|row| row.as_chunks::<NR>().0.get(jp));
+                micro::<FMA>(&a_packed, panel.map(|p| p.unwrap_or(&[0.0; NR])))
+            } else {
+                micro::<FMA>(&a_packed, b_packed[jp * k..(jp + 1) * k].iter())
+            };
             let j0 = jp * NR;
             let cols = NR.min(n - j0);
             for (r, block_row) in block.iter().enumerate().take(rows) {
@@ -93,7 +104,10 @@ fn gemm_f32_packed<const FMA: bool>(
 }
 
 #[inline(always)]
-fn micro<const FMA: bool>(a_panel: &[[f32; MR]], b_panel: &[[f32; NR]]) -> [[f32; NR]; MR] {
+fn micro<'b, const FMA: bool>(
+    a_panel: &[[f32; MR]],
+    b_panel: impl Iterator<Item = &'b [f32; NR]>,
+) -> [[f32; NR]; MR] {
     let mut acc = [[0.0f32; NR]; MR];
     for (av, bv) in a_panel.iter().zip(b_panel) {
         for r in 0..MR {
@@ -113,7 +127,14 @@ mod tests {
     /// with the generic loop on exact small-integer data, across ragged sizes.
     #[test]
     fn packed_variants_match_generic() {
-        for (m, k, n) in [(1, 1, 1), (6, 3, 16), (7, 5, 17), (13, 1, 33), (5, 9, 3)] {
+        for (m, k, n) in [
+            (1, 1, 1),
+            (6, 3, 16),
+            (7, 5, 17),
+            (13, 1, 33),
+            (5, 9, 3),
+            (9, 4, 32),
+        ] {
             let a: Vec<f32> = (0..m * k).map(|i| (i % 5) as f32 - 2.0).collect();
             let b: Vec<f32> = (0..k * n).map(|i| (i % 7) as f32 - 3.0).collect();
             let start: Vec<f32> = (0..m * n).map(|i| i as f32).collect();
