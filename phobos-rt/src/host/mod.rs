@@ -62,8 +62,10 @@ pub use elementwise::{
 pub use grid::{run_grid, try_run_grid};
 pub use layout::{arange, cumsum, full, reshape, transpose, tril, zeros};
 pub use reduce::{max, min, rowmax, rowmin, rowsum, sum};
-pub use slice::{Slice, atomic_add, atomic_add_scalar, load, load_point, store, store_scalar};
-pub use tile::{MAX_TILE_RANK, Tile, TileShape};
+pub use slice::{
+    MAX_SLICE_RANK, Slice, atomic_add, atomic_add_scalar, load, load_point, store, store_scalar,
+};
+pub use tile::{MAX_TILE_LEN, MAX_TILE_RANK, Tile, TileShape};
 pub use view::{Readable, TensorRead, TensorWrite};
 
 pub use crate::element::{Bits, Float, Int, Num};

@@ -332,3 +332,33 @@ proptest! {
 }
 
 use crate::Shape;
+
+#[test]
+fn absurd_span_lengths_are_errors_not_aborts() {
+    let t = tensor_2d(2, 2);
+    let view = TensorRead::new(&t).unwrap();
+    let huge = Slice::Span {
+        start: 0,
+        len: 1 << 40,
+    };
+    assert!(matches!(
+        load(&view, &[huge, Slice::Full], 0),
+        Err(Error::BadShape { .. })
+    ));
+    let far = Slice::Span {
+        start: i64::MAX - 1,
+        len: 4,
+    };
+    assert_eq!(
+        load(&view, &[far, Slice::Full], 3).unwrap().as_slice(),
+        &[3; 8]
+    );
+    let before = Slice::Span {
+        start: i64::MIN,
+        len: 4,
+    };
+    assert_eq!(
+        load(&view, &[Slice::Full, before], 3).unwrap().as_slice(),
+        &[3; 8]
+    );
+}

@@ -5,6 +5,9 @@ use crate::{Element, Error, Result};
 /// The most dims a tile can have.
 pub const MAX_TILE_RANK: usize = 4;
 
+/// The most elements a tile can hold (2^28).
+pub const MAX_TILE_LEN: usize = 1 << 28;
+
 /// A tile's dims, stored inline (no heap). Rank 0 is a scalar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TileShape {
@@ -31,16 +34,20 @@ impl TileShape {
         let mut shape = TileShape::SCALAR;
         shape.dims[..dims.len()].copy_from_slice(dims);
         shape.rank = dims.len() as u8;
-        if dims
-            .iter()
-            .try_fold(1usize, |a, &d| a.checked_mul(d))
-            .is_none()
-        {
-            return Err(Error::ShapeOverflow {
+        match dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) {
+            None => Err(Error::ShapeOverflow {
                 shape: dims.to_vec(),
-            });
+            }),
+            // A tile lives in one program's registers or cache on the GPU; a
+            // huge one is a bug in the kernel (or a bad span length), and
+            // allocating it would abort the process instead of erroring.
+            Some(len) if len > MAX_TILE_LEN => Err(Error::BadShape {
+                op: "tile",
+                shape: dims.to_vec(),
+                expected: "at most 2^28 elements in one tile",
+            }),
+            Some(_) => Ok(shape),
         }
-        Ok(shape)
     }
 
     /// The dims, outermost first.
@@ -213,6 +220,11 @@ mod tests {
         assert!(matches!(
             TileShape::new(&[usize::MAX, 3]),
             Err(Error::ShapeOverflow { .. })
+        ));
+        assert!(TileShape::new(&[1 << 14, 1 << 14]).is_ok());
+        assert!(matches!(
+            TileShape::new(&[1 << 14, 1 << 15]),
+            Err(Error::BadShape { op: "tile", .. })
         ));
     }
 
