@@ -64,6 +64,15 @@ pub fn parse(source: &Source) -> Result<(front::ast::Program, SourceMap), Diagno
 
 /// The whole front half: source to verified typed tile IR.
 pub fn check_source(source: &Source) -> Result<ir::Module, Diagnostics> {
+    check_source_mapped(source).map(|(module, _)| module)
+}
+
+/// Like [`check_source`], also returning the source map, so that later
+/// phases can report errors at IR spans (`Diagnostics::new(map, errors)`).
+pub fn check_source_mapped(source: &Source) -> Result<(ir::Module, SourceMap), Diagnostics> {
     let (program, source_map) = parse(source)?;
-    check::check_program(&program).map_err(|errors| Diagnostics::new(source_map, errors))
+    match check::check_program(&program) {
+        Ok(module) => Ok((module, source_map)),
+        Err(errors) => Err(Diagnostics::new(source_map, errors)),
+    }
 }

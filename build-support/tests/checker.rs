@@ -169,3 +169,15 @@ fn shadowed_locals_get_unique_names() {
     assert_has(&text, "let %a_1: f32 = 2.0:f32");
     assert_has(&text, "let %a_2: i32 = 3:i32");
 }
+
+#[test]
+fn autotune_configs_pin_cluster_parameters() {
+    let src = "@autotune(A in [16, 32])\n@cluster(S in [1, 4])\nkernel k() {\n}\n";
+    let m = check_source(&Source::file("t.ph", src)).unwrap();
+    let k = &m.kernels[0];
+    let show =
+        |cs: Vec<phobos_build::ir::Config>| cs.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+    assert_eq!(show(k.configs()).len(), 6);
+    assert_eq!(show(k.configs())[0], "A=16, S=1");
+    assert_eq!(show(k.autotune_configs()), vec!["A=16, S=1", "A=32, S=1"]);
+}

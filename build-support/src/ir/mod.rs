@@ -150,6 +150,24 @@ impl Kernel {
         Kernel::configs_of(&self.tune)
     }
 
+    /// The configs the autotuner searches: the product of the `@autotune`
+    /// parameters' values, with every `@cluster` parameter at its default.
+    /// The default config first.
+    pub fn autotune_configs(&self) -> Vec<Config> {
+        let pinned: Vec<TuneParam> = self
+            .tune
+            .iter()
+            .map(|t| match t.kind {
+                TuneKind::Autotune => t.clone(),
+                TuneKind::Cluster => TuneParam {
+                    values: t.values.iter().take(1).copied().collect(),
+                    ..t.clone()
+                },
+            })
+            .collect();
+        Kernel::configs_of(&pinned)
+    }
+
     /// The cartesian product of the given tune parameters' values, in
     /// order (the last parameter varies fastest).
     pub fn configs_of(tune: &[TuneParam]) -> Vec<Config> {
@@ -343,7 +361,8 @@ impl Expr {
 pub enum ExprKind {
     /// An integer literal of the node's dtype.
     Int(i64),
-    /// A float literal of the node's dtype.
+    /// A float literal of the node's dtype, held exactly as parsed; back
+    /// ends round it to the dtype (to nearest, ties to even).
     Float(f64),
     Bool(bool),
     Local(LocalId),
