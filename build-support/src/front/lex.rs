@@ -163,7 +163,10 @@ fn scan_number(bytes: &[u8], mut i: usize) -> usize {
         i
     };
     i = digits(i);
-    if bytes.get(i) == Some(&b'.') && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
+    // `1.5`, and `1.` as Rust lexes it (not `1..` or a `1.x` field).
+    let after_dot = bytes.get(i + 1).copied();
+    let bare_dot = !after_dot.is_some_and(|b| b == b'.' || b == b'_' || b.is_ascii_alphabetic());
+    if bytes.get(i) == Some(&b'.') && (after_dot.is_some_and(|b| b.is_ascii_digit()) || bare_dot) {
         i = digits(i + 1);
     }
     if matches!(bytes.get(i), Some(b'e' | b'E')) {
@@ -374,6 +377,14 @@ mod tests {
     #[test]
     fn text_and_tokens_agree() {
         let src = "let a = x[i :+ 4, :]\nacc += dot(a,\n  b)\nm max= -1e-5 // c\n";
+        assert_eq!(
+            kinds(&lex_text("t.ph", "1. + 2.5").unwrap().tokens)[..3],
+            [
+                TokenKind::Float(1.0),
+                TokenKind::Plus,
+                TokenKind::Float(2.5)
+            ]
+        );
         let text = lex_text("t.ph", src).unwrap();
         let stream: TokenStream = src.replace("// c", "").parse().unwrap();
         let toks = lex_tokens(stream).unwrap();

@@ -394,7 +394,10 @@ pub enum ExprKind {
         lhs: Box<Expr>,
         rhs: Box<Expr>,
     },
-    /// Converts to this node's elem (float to int rounds toward zero).
+    /// Converts to this node's elem: float to int rounds toward zero and
+    /// saturates at the int's range (NaN gives 0), as Rust's `as` and PTX's
+    /// `cvt.rzi` do; to `bool` tests `!= 0`; from `bool` gives 0 or 1;
+    /// between floats rounds to nearest even.
     Cast(Box<Expr>),
     /// Stretches to this node's shape (NumPy rules).
     Broadcast(Box<Expr>),
