@@ -99,16 +99,28 @@ pub fn kernel_module(kernel: &Kernel, hash: u64) -> Result<TokenStream, GenError
 
     Ok(quote! {
         #[doc = #module_doc]
+        // Generated code must stay quiet under the user's lint levels,
+        // including common opt-in ones: tune parameters keep their
+        // SCREAMING names, and the expansion is mechanical.
         #[allow(
             non_snake_case,
             non_camel_case_types,
             unused,
             unused_comparisons,
             unused_parens,
+            unused_qualifications,
+            unused_results,
+            trivial_casts,
+            trivial_numeric_casts,
+            unreachable_pub,
             missing_docs,
+            missing_debug_implementations,
+            missing_copy_implementations,
             clippy::all,
             clippy::pedantic,
-            clippy::nursery
+            clippy::nursery,
+            clippy::restriction,
+            clippy::cargo
         )]
         pub mod #module_name {
             /// The tune parameters of one variant of the kernel.
