@@ -46,13 +46,13 @@ pub(super) fn render_one(map: &SourceMap, d: &Diagnostic) -> String {
         let width = span_chars.clamp(1, line_len.saturating_sub(start_col).max(1));
         let _ = writeln!(out, "{:gutter$} |", "");
         let _ = writeln!(out, "{} | {line_text}", pos.line);
-        let _ = writeln!(
-            out,
-            "{:gutter$} | {}{}",
-            "",
-            " ".repeat(start_col),
-            "^".repeat(width)
-        );
+        // Tabs are kept under tabs so the carets line up however they render.
+        let pad: String = line_text
+            .chars()
+            .take(start_col)
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        let _ = writeln!(out, "{:gutter$} | {pad}{}", "", "^".repeat(width));
     }
     for n in &d.notes {
         let _ = writeln!(out, "{:gutter$} = note: {n}", "");
@@ -61,4 +61,44 @@ pub(super) fn render_one(map: &SourceMap, d: &Diagnostic) -> String {
         let _ = writeln!(out, "{:gutter$} = help: {h}", "");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::span::Span;
+
+    fn map(text: &str) -> SourceMap {
+        SourceMap::Text {
+            name: "t.ph".into(),
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn carets_follow_tabs_and_clamp_to_the_line() {
+        let text = "a\n\tlet x = yy\nb\n";
+        let lo = text.find("yy").unwrap() as u32;
+        let d = Diagnostic::error(Span::new(lo, lo + 2), "unknown name `yy`");
+        assert_eq!(
+            render_one(&map(text), &d),
+            "t.ph:2:10: error: unknown name `yy`\n  |\n2 | \tlet x = yy\n  | \t        ^^\n"
+        );
+        // A span running past the line end underlines to the end only.
+        let d = Diagnostic::error(Span::new(lo, text.len() as u32), "m");
+        assert!(render_one(&map(text), &d).ends_with("^^\n"));
+    }
+
+    #[test]
+    fn end_of_input_still_renders() {
+        let text = "kernel k(";
+        let end = text.len() as u32;
+        let d = Diagnostic::error(Span::new(end, end), "expected a parameter name");
+        let out = render_one(&map(text), &d);
+        assert!(
+            out.starts_with("t.ph:1:10: error: expected a parameter name\n"),
+            "{out}"
+        );
+        assert!(out.ends_with("|          ^\n"), "{out}");
+    }
 }
