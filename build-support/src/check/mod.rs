@@ -16,6 +16,7 @@ mod stmt;
 pub mod types;
 
 pub use attrs::{KNOWN_ATTRIBUTES, tune_values};
+pub use calls::FUNCTION_NAMES;
 
 use std::collections::HashMap;
 
