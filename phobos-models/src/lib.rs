@@ -2,3 +2,4 @@
 
 pub mod gguf;
 pub mod quant;
+pub mod tokenizer;

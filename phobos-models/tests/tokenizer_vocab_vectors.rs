@@ -1,0 +1,130 @@
+//! llama.cpp's tokenizer test vectors: every `ggml-vocab-*.gguf` that has
+//! `.inp`/`.out` files must tokenize every input to exactly the expected
+//! ids (no BOS/EOS, special tokens not parsed: how llama.cpp's
+//! test-tokenizer-0 runs them). The files come from
+//! `scripts/fetch_llama_vocabs.sh`; without them the test says so and skips.
+
+use std::path::{Path, PathBuf};
+
+use phobos_models::gguf::Gguf;
+use phobos_models::tokenizer::Tokenizer;
+
+fn vocab_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("PHOBOS_LLAMA_VOCABS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join("models")
+                .join("llama-vocabs")
+        });
+    dir.is_dir().then_some(dir)
+}
+
+/// Inputs are separated by a line `__ggml_vocab_test__`.
+fn parse_inputs(raw: &str) -> Vec<String> {
+    let separator = "\n__ggml_vocab_test__\n";
+    let mut inputs = Vec::new();
+    let mut rest = raw;
+    while !rest.is_empty() {
+        match rest.find(separator) {
+            Some(at) => {
+                inputs.push(rest[..at].to_owned());
+                rest = &rest[at + separator.len()..];
+            }
+            None => {
+                inputs.push(rest.to_owned());
+                break;
+            }
+        }
+    }
+    inputs
+}
+
+fn parse_outputs(raw: &str) -> Vec<Vec<u32>> {
+    raw.lines()
+        .map(|line| {
+            line.split_whitespace()
+                .map(|id| id.parse().expect("ids are integers"))
+                .collect()
+        })
+        .collect()
+}
+
+struct VocabResult {
+    name: String,
+    passed: usize,
+    total: usize,
+    failures: Vec<String>,
+}
+
+fn check_vocab(gguf_path: &Path) -> VocabResult {
+    let name = gguf_path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .trim_start_matches("ggml-vocab-")
+        .trim_end_matches(".gguf")
+        .to_owned();
+    let inputs = parse_inputs(
+        &std::fs::read_to_string(gguf_path.with_extension("gguf.inp")).unwrap(),
+    );
+    let outputs = parse_outputs(
+        &std::fs::read_to_string(gguf_path.with_extension("gguf.out")).unwrap(),
+    );
+    assert_eq!(inputs.len(), outputs.len(), "{name}: inputs vs outputs");
+    let gguf = Gguf::open(gguf_path).unwrap();
+    let tokenizer = Tokenizer::from_gguf(&gguf).unwrap();
+    let mut passed = 0;
+    let mut failures = Vec::new();
+    for (input, expected) in inputs.iter().zip(&outputs) {
+        let got = tokenizer.encode(input, false, false).unwrap();
+        if &got == expected {
+            passed += 1;
+        } else {
+            failures.push(format!(
+                "{input:?}\n    expected {expected:?}\n    got      {got:?}"
+            ));
+        }
+    }
+    VocabResult {
+        name,
+        passed,
+        total: inputs.len(),
+        failures,
+    }
+}
+
+#[test]
+fn llama_cpp_vocab_vectors() {
+    let Some(dir) = vocab_dir() else {
+        eprintln!(
+            "SKIP: llama.cpp vocab files not found; run scripts/fetch_llama_vocabs.sh \
+             (or set PHOBOS_LLAMA_VOCABS)"
+        );
+        return;
+    };
+    let filter = std::env::var("PHOBOS_VOCAB_FILTER").unwrap_or_default();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "gguf")
+                && p.with_extension("gguf.inp").exists()
+                && p.with_extension("gguf.out").exists()
+                && p.to_string_lossy().contains(&filter)
+        })
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no vocab files with vectors in {dir:?}");
+    let mut all_pass = true;
+    for path in &paths {
+        let result = check_vocab(path);
+        eprintln!("{:<16} {}/{}", result.name, result.passed, result.total);
+        for failure in result.failures.iter().take(5) {
+            eprintln!("  FAIL {failure}");
+        }
+        all_pass &= result.passed == result.total;
+    }
+    assert!(all_pass, "some vocab vectors failed (see above)");
+}
