@@ -4,7 +4,7 @@
 //! built-ins), validates attributes and every autotune configuration,
 //! infers dtypes (weak literals, widening) and symbolic shapes
 //! (broadcasting), makes every conversion and broadcast explicit, and hands
-//! the result to [`crate::ir::verify`].
+//! the result to [`crate::ir::verify()`].
 
 mod attrs;
 mod calls;

@@ -1,4 +1,4 @@
-//! The recursive-descent parser: tokens to [`ast::Program`].
+//! The recursive-descent parser: tokens to [`super::ast::Program`].
 //!
 //! Operator precedence, loosest first (C's order, as LANGUAGE.md lists it):
 //! `||`, `&&`, `|`, `^`, `&`, `== !=`, `< <= > >=`, `<< >>`, `+ -`,
