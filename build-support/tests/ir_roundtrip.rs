@@ -22,7 +22,7 @@ fn own_kernel_files() -> Vec<PathBuf> {
 fn files_in(dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let Ok(entries) = std::fs::read_dir(dir) else {
             continue;
         };
         for e in entries.flatten() {
