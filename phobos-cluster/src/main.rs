@@ -3,7 +3,11 @@
 use clap::Parser;
 
 #[derive(Parser)]
-#[command(name = "phobos-cluster", version, about = "Phobos distributed tensor runtime (not yet implemented)")]
+#[command(
+    name = "phobos-cluster",
+    version,
+    about = "Phobos distributed tensor runtime (not yet implemented)"
+)]
 struct Cli {}
 
 fn main() -> anyhow::Result<()> {
