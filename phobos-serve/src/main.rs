@@ -3,7 +3,11 @@
 use clap::Parser;
 
 #[derive(Parser)]
-#[command(name = "phobos", version, about = "Run, serve and inspect GGUF models on Phobos kernels")]
+#[command(
+    name = "phobos",
+    version,
+    about = "Run, serve and inspect GGUF models on Phobos kernels"
+)]
 struct Cli {}
 
 fn main() -> anyhow::Result<()> {
