@@ -1,5 +1,19 @@
 //! Quant formats: one definition per ggml type (layout, dequantize,
 //! quantize), shared by host kernels, GPU upload and tests.
+//!
+//! - [`GgmlType`]: the file-format type ids (`GgmlType::from_id` names
+//!   removed ids such as Q4_2); [`type_info`] gives name, elements per block
+//!   and bytes per block.
+//! - [`dequantize`]`(ty, bytes, out)`: whole blocks to f32, bit-identical to
+//!   gguf-py's numpy code for every type it implements (see
+//!   tests/quant_golden.rs).
+//! - [`quantize`]`(ty, src, out)`: appends whole blocks. Q8_0, Q8_1, Q8_K
+//!   reproduce ggml's reference quantizers bit for bit (the activation
+//!   types of the dot-product kernels); Q4_0..Q5_1, TQ1_0, TQ2_0, MXFP4,
+//!   F16, BF16 reproduce gguf-py's bytes; the k-quants and i-quants use the
+//!   simpler documented quantizers in `kquants_quantize` and `iq_quantize`.
+//! - [`can_quantize`] / [`can_dequantize`] say what is supported; anything
+//!   else is a [`QuantError::Unsupported`] naming the type.
 
 mod bytes;
 mod dispatch;
