@@ -8,13 +8,15 @@ use melior::{
     Context,
     dialect::DialectRegistry,
     ir::{
-        Module,
+        BlockLike, Module,
         attribute::ArrayAttribute,
         operation::{OperationLike, OperationRef},
-        BlockLike,
     },
     pass::PassManager,
-    utility::{parse_pass_pipeline, register_all_dialects, register_all_llvm_translations, register_all_passes},
+    utility::{
+        parse_pass_pipeline, register_all_dialects, register_all_llvm_translations,
+        register_all_passes,
+    },
 };
 
 use super::{MlirError, target::Target};
@@ -88,17 +90,25 @@ pub fn mlir_to_ptx(module_text: &str, target: &Target) -> Result<String, MlirErr
             .push(format!("{}: {}", diagnostic.location(), diagnostic));
         true
     });
-    let take_diagnostics = || diagnostics.borrow_mut().drain(..).collect::<Vec<_>>().join("\n");
+    let take_diagnostics = || {
+        diagnostics
+            .borrow_mut()
+            .drain(..)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
 
     let result = (|| {
         if print_phases {
-            eprintln!("// ----- phase: input ({}) -----\n{module_text}", target.chip);
+            eprintln!(
+                "// ----- phase: input ({}) -----\n{module_text}",
+                target.chip
+            );
         }
-        let mut module = Module::parse(&context, module_text).ok_or_else(|| {
-            MlirError::InvalidModule {
+        let mut module =
+            Module::parse(&context, module_text).ok_or_else(|| MlirError::InvalidModule {
                 diagnostics: take_diagnostics(),
-            }
-        })?;
+            })?;
         if !module.as_operation().verify() {
             return Err(MlirError::InvalidModule {
                 diagnostics: take_diagnostics(),
@@ -158,14 +168,15 @@ fn gpu_object_text(object: melior::ir::Attribute) -> Result<String, MlirError> {
     // it returns is owned by the context, and we copy it before returning.
     unsafe {
         if !mlir_sys::mlirAttributeIsAGPUObjectAttr(raw) {
-            return Err(MlirError::NoPtx("gpu.binary object is not a #gpu.object".into()));
+            return Err(MlirError::NoPtx(
+                "gpu.binary object is not a #gpu.object".into(),
+            ));
         }
         let text = mlir_sys::mlirGPUObjectAttrGetObject(raw);
         if text.data.is_null() {
             return Err(MlirError::NoPtx("empty #gpu.object".into()));
         }
         let bytes = std::slice::from_raw_parts(text.data.cast::<u8>(), text.length);
-        String::from_utf8(bytes.to_vec())
-            .map_err(|_| MlirError::NoPtx("PTX is not UTF-8".into()))
+        String::from_utf8(bytes.to_vec()).map_err(|_| MlirError::NoPtx("PTX is not UTF-8".into()))
     }
 }

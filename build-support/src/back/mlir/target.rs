@@ -35,7 +35,11 @@ impl Target {
             .parse()
             .map_err(|_| MlirError::BadChip(chip.to_string()))?;
         let ptx_isa = match sm {
-            0..=49 => return Err(MlirError::BadChip(format!("{chip} (oldest supported is sm_50)"))),
+            0..=49 => {
+                return Err(MlirError::BadChip(format!(
+                    "{chip} (oldest supported is sm_50)"
+                )));
+            }
             50..=80 => 70,
             81..=86 => 71,
             87..=89 => 78,
@@ -89,8 +93,17 @@ mod tests {
     #[test]
     fn rejects_bad_chips_and_index_bits() {
         assert!(matches!(Target::new("80", 32), Err(MlirError::BadChip(_))));
-        assert!(matches!(Target::new("sm_x", 32), Err(MlirError::BadChip(_))));
-        assert!(matches!(Target::new("sm_35", 32), Err(MlirError::BadChip(_))));
-        assert!(matches!(Target::new("sm_80", 16), Err(MlirError::BadIndexBits(16))));
+        assert!(matches!(
+            Target::new("sm_x", 32),
+            Err(MlirError::BadChip(_))
+        ));
+        assert!(matches!(
+            Target::new("sm_35", 32),
+            Err(MlirError::BadChip(_))
+        ));
+        assert!(matches!(
+            Target::new("sm_80", 16),
+            Err(MlirError::BadIndexBits(16))
+        ));
     }
 }
