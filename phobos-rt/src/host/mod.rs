@@ -13,12 +13,17 @@
 //!   allows it) are defined behaviour: the last store wins, and a racing load
 //!   sees one of the stored values.
 //! - Tiles: [`Tile<T>`] is an owned row-major value of rank 0..=4 whose dims
-//!   are runtime values ([`TileShape`] keeps them inline). Rank 0 is a scalar;
-//!   scalars broadcast like any tile of extent-1 dims.
+//!   are runtime values ([`TileShape`] keeps them inline), with at most
+//!   [`MAX_TILE_LEN`] elements. Rank 0 is a scalar; scalars broadcast like
+//!   any tile of extent-1 dims. Scalar math on plain `T` values goes through
+//!   the element traits: `Num::add(a, b)`, `Float::exp(x)`, `Int::shl(a, b)`,
+//!   `Bits::bitand(a, b)`, `Element::maximum(a, b)`, `crate::cast::<T, U>(x)`.
 //! - Slicing with masking (`LANGUAGE.md`, Masking): one [`Slice`] per tensor
 //!   dim. [`load`] reads out-of-bounds elements (negative indices included)
 //!   as `other`; [`store`], [`store_scalar`], [`atomic_add`] and
 //!   [`atomic_add_scalar`] skip them. `Point` dims drop out of the tile shape.
+//!   Tensors up to [`MAX_SLICE_RANK`] dims can be sliced. `load` also
+//!   prefetches the tile a loop most likely reads next.
 //! - Elementwise (NumPy broadcasting, see [`broadcast_shapes`]):
 //!   [`add`] [`sub`] [`mul`] [`div`] [`rem`] [`neg`] [`abs`];
 //!   [`eq`] [`ne`] [`lt`] [`le`] [`gt`] [`ge`] (to `Tile<bool>`);
