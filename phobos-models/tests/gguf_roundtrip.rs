@@ -359,3 +359,19 @@ fn writer_rejects_inconsistent_tensors() {
     assert!(w.add("k", 2u8).is_err());
     assert!(w.set_alignment(3).is_err());
 }
+
+#[test]
+fn gguf_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Gguf>();
+    let g = std::sync::Arc::new(Gguf::from_bytes(&sample_writer().to_bytes()).unwrap());
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let g = g.clone();
+            std::thread::spawn(move || g.tensor("a").unwrap().data.len())
+        })
+        .collect();
+    for h in handles {
+        assert_eq!(h.join().unwrap(), 48);
+    }
+}
