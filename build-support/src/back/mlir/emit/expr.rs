@@ -53,7 +53,7 @@ impl<'k> Emitter<'k> {
                     let extents = self.extents(e)?;
                     let lin = self.linear(&at.idx, &extents);
                     let raw = self.buffer_load(buf, &lin);
-                    Ok(self.from_memory(raw, self.dtype_of(e)?))
+                    Ok(self.loaded_value(raw, self.dtype_of(e)?))
                 }
             };
         }
@@ -129,7 +129,7 @@ impl<'k> Emitter<'k> {
             LocalHome::ScalarVar(buf) => {
                 let zero = self.const_i32(0);
                 let raw = self.buffer_load(buf, &zero);
-                Ok(self.from_memory(raw, dtype))
+                Ok(self.loaded_value(raw, dtype))
             }
             LocalHome::Tile(buf, plan::TileHome::Private) => {
                 let slot = at.slot.clone().ok_or_else(|| {
@@ -138,19 +138,19 @@ impl<'k> Emitter<'k> {
                     )
                 })?;
                 let raw = self.buffer_load(buf, &slot);
-                Ok(self.from_memory(raw, dtype))
+                Ok(self.loaded_value(raw, dtype))
             }
             LocalHome::Tile(buf, plan::TileHome::Shared) => {
                 let extents = self.extents(e)?;
                 let lin = self.linear(&at.idx, &extents);
                 let raw = self.buffer_load(buf, &lin);
-                Ok(self.from_memory(raw, dtype))
+                Ok(self.loaded_value(raw, dtype))
             }
         }
     }
 
     /// A value read from a buffer or tensor, in its compute type.
-    pub(super) fn from_memory(&mut self, raw: Val, dtype: DType) -> Val {
+    pub(super) fn loaded_value(&mut self, raw: Val, dtype: DType) -> Val {
         if dtype == DType::Bool {
             let zero = self.const_int(0, Ty::I8);
             self.t
@@ -161,7 +161,7 @@ impl<'k> Emitter<'k> {
     }
 
     /// A value in its in-memory type (`bool` as a byte).
-    pub(super) fn to_memory(&mut self, value: Val, dtype: DType) -> Val {
+    pub(super) fn stored_value(&mut self, value: Val, dtype: DType) -> Val {
         if dtype == DType::Bool {
             self.t
                 .def(Ty::I8, format!("arith.extui {value} : i1 to i8"))
@@ -342,7 +342,7 @@ impl<'k> Emitter<'k> {
             let raw = self
                 .t
                 .def(mem, format!("llvm.load {ptr} : !llvm.ptr<1> -> {mem}"));
-            return Ok(self.from_memory(raw, dtype));
+            return Ok(self.loaded_value(raw, dtype));
         };
         let fallback = match other {
             Some(o) => self.eval(o, &At::scalar())?,
@@ -355,7 +355,7 @@ impl<'k> Emitter<'k> {
         let raw = self
             .t
             .def(mem, format!("llvm.load {ptr} : !llvm.ptr<1> -> {mem}"));
-        let v = self.from_memory(raw, dtype);
+        let v = self.loaded_value(raw, dtype);
         self.t.line(format!("scf.yield {v} : {ty}"));
         self.t.reopen("} else {");
         self.t.line(format!("scf.yield {fallback} : {ty}"));

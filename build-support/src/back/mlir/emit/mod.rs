@@ -36,6 +36,8 @@ mod expr;
 mod math;
 pub(crate) mod plan;
 mod stmt;
+#[cfg(test)]
+mod tests;
 mod text;
 
 use std::collections::HashMap;
@@ -387,7 +389,7 @@ impl<'k> Emitter<'k> {
     }
 
     /// `value` as an `index` (for memref subscripts).
-    fn to_index(&mut self, value: &Val) -> Val {
+    fn as_index(&mut self, value: &Val) -> Val {
         self.t.def(
             Ty::I64,
             format!("arith.index_cast {value} : {} to index", value.ty),
@@ -445,7 +447,7 @@ impl<'k> Emitter<'k> {
 
     fn buffer_load(&mut self, buf: usize, index: &Val) -> Val {
         let b = self.buffers[buf].clone();
-        let i = self.to_index(index);
+        let i = self.as_index(index);
         self.t.def(
             b.ty,
             format!("memref.load {}[{i}] : {}", b.name, b.memref_type()),
@@ -454,7 +456,7 @@ impl<'k> Emitter<'k> {
 
     fn buffer_store(&mut self, buf: usize, index: &Val, value: &Val) {
         let b = self.buffers[buf].clone();
-        let i = self.to_index(index);
+        let i = self.as_index(index);
         self.t.line(format!(
             "memref.store {value}, {}[{i}] : {}",
             b.name,

@@ -107,7 +107,7 @@ impl<'k> Emitter<'k> {
                 }
             };
             let zero = self.const_i32(0);
-            let mem = self.to_memory(v, dtype);
+            let mem = self.stored_value(v, dtype);
             self.buffer_store(buf, &zero, &mem);
             return Ok(());
         }
@@ -147,7 +147,7 @@ impl<'k> Emitter<'k> {
         }
         self.for_each_owned_element(&extents, &mut |em: &mut Emitter<'k>, at: &At| {
             let v = em.eval(value, at)?;
-            let mem = em.to_memory(v, dtype);
+            let mem = em.stored_value(v, dtype);
             match home {
                 TileHome::Private => {
                     let slot = at.slot.clone().ok_or_else(|| {
@@ -281,7 +281,7 @@ impl<'k> Emitter<'k> {
             // for children of the same extents (and is ignored by shared
             // reads, which is all the plan leaves under a non-owner read).
             let v = em.eval(e, at)?;
-            let mem = em.to_memory(v, dtype);
+            let mem = em.stored_value(v, dtype);
             let lin = em.linear(&at.idx, &extents);
             em.buffer_store(buf, &lin, &mem);
             Ok(())
@@ -324,7 +324,7 @@ impl<'k> Emitter<'k> {
             match op {
                 None => {
                     let kind = if mem_ty.is_float() { "fadd" } else { "add" };
-                    let mem = em.to_memory(v, dtype);
+                    let mem = em.stored_value(v, dtype);
                     em.t.def(
                         mem_ty,
                         format!(
@@ -340,14 +340,14 @@ impl<'k> Emitter<'k> {
                                 mem_ty,
                                 format!("llvm.load {ptr} : !llvm.ptr<1> -> {mem_ty}"),
                             );
-                            let old = em.from_memory(raw, dtype);
+                            let old = em.loaded_value(raw, dtype);
                             match how {
                                 Ok(bin) => em.binary(bin, old, v, dtype)?,
                                 Err(reduce) => em.combine(reduce, old, v, dtype)?,
                             }
                         }
                     };
-                    let mem = em.to_memory(v, dtype);
+                    let mem = em.stored_value(v, dtype);
                     em.t.line(format!("llvm.store {mem}, {ptr} : {mem_ty}, !llvm.ptr<1>"));
                 }
             }

@@ -1,0 +1,162 @@
+//! What the emitter refuses, prunes and decides, on small kernels.
+
+use crate::{
+    Source,
+    back::mlir::{MlirError, emit_mlir},
+    check_source, ir,
+};
+
+use super::plan::{TileHome, plan};
+
+fn kernel(src: &str) -> ir::Kernel {
+    let module = check_source(&Source::file("test.ph", src))
+        .unwrap_or_else(|e| panic!("front end rejected the test kernel: {e:?}"));
+    module.kernels.into_iter().next().unwrap()
+}
+
+fn emit_err(src: &str) -> MlirError {
+    let k = kernel(src);
+    emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap_err()
+}
+
+const GEMM: &str = "
+@autotune(TM in [32, 64], TN in [32, 64], TK in [8, 16])
+@grid(cdiv(M, TM), cdiv(N, TN))
+kernel g(A: tensor<f32>[M, K], B: tensor<f32>[K, N], C: tensor<f32>[M, N]) {
+  var acc: tile<f32>[TM, TN] = 0.0
+  for kt in range(0, K, TK) {
+    let a = A[program_id(0) * TM :+ TM, kt :+ TK]
+    let b = B[kt :+ TK, program_id(1) * TN :+ TN]
+    acc += dot(a, b)
+  }
+  C[program_id(0) * TM :+ TM, program_id(1) * TN :+ TN] = acc
+}
+";
+
+#[test]
+fn dot_operands_go_to_shared_memory_and_the_accumulator_stays_in_registers() {
+    let k = kernel(GEMM);
+    let p = plan(&k, &k.default_config()).unwrap();
+    let home = |name: &str| {
+        let id = k.locals.iter().position(|l| l.name == name).unwrap();
+        p.homes[&ir::LocalId(id as u32)]
+    };
+    assert_eq!(home("acc"), TileHome::Private);
+    assert_eq!(home("a"), TileHome::Shared);
+    assert_eq!(home("b"), TileHome::Shared);
+    assert_eq!(p.max_tile_elements, 32 * 32);
+}
+
+#[test]
+fn gemm_declares_exactly_its_operand_tiles_in_shared_memory() {
+    let k = kernel(GEMM);
+    let e = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap();
+    // a: 32x8 f32 and b: 8x32 f32.
+    assert_eq!(e.shared_bytes, 2 * 32 * 8 * 4);
+    assert_eq!(e.threads, 256);
+    assert!(e.mlir.contains("gpu.func @g("), "{}", e.mlir);
+    assert!(e.mlir.contains("private(%pr0 : memref<4xf32"), "{}", e.mlir);
+}
+
+#[test]
+fn kernel_abi_is_params_then_dims_then_strides() {
+    let k = kernel(GEMM);
+    let e = emit_mlir(&k, &k.default_config(), "sm_80", 64).unwrap();
+    let header = e.mlir.lines().find(|l| l.contains("gpu.func")).unwrap();
+    let expected = "gpu.func @g(%p_A: !llvm.ptr<1>, %p_B: !llvm.ptr<1>, %p_C: !llvm.ptr<1>, \
+                    %d_M: i32, %d_K: i32, %d_N: i32, %s_A_0: i64, %s_A_1: i64, %s_B_0: i64, \
+                    %s_B_1: i64, %s_C_0: i64, %s_C_1: i64)";
+    assert!(header.trim_start().starts_with(expected), "{header}");
+}
+
+#[test]
+fn configs_over_the_static_shared_memory_limit_are_pruned_with_the_size() {
+    let src = "
+@autotune(T in [64, 128])
+@grid(1)
+kernel t(X: tensor<f32>[N, N], Y: tensor<f32>[N, N]) {
+  let x = X[0 :+ T, 0 :+ T]
+  Y[0 :+ T, 0 :+ T] = transpose(x)
+}
+";
+    let k = kernel(src);
+    let small = k
+        .configs()
+        .into_iter()
+        .find(|c| c.get("T") == Some(64))
+        .unwrap();
+    let big = k
+        .configs()
+        .into_iter()
+        .find(|c| c.get("T") == Some(128))
+        .unwrap();
+    assert!(emit_mlir(&k, &small, "sm_80", 32).is_ok());
+    let err = emit_mlir(&k, &big, "sm_80", 32).unwrap_err();
+    match err {
+        MlirError::DoesNotFit(why) => assert!(why.contains("65536 bytes"), "{why}"),
+        other => panic!("expected DoesNotFit, got {other}"),
+    }
+}
+
+#[test]
+fn tensorcore_is_refused_by_name() {
+    let src = "
+@tensorcore
+@grid(1)
+kernel t(A: tensor<f16>[16, 16], B: tensor<f16>[16, 16], C: tensor<f32>[16, 16]) {
+  C[0 :+ 16, 0 :+ 16] = dot(A[0 :+ 16, 0 :+ 16], B[0 :+ 16, 0 :+ 16])
+}
+";
+    let err = emit_err(src);
+    assert!(err.to_string().contains("@tensorcore"), "{err}");
+}
+
+#[test]
+fn quantized_tensors_are_refused_by_name() {
+    let src = "
+@grid(1)
+kernel t(W: tensor<q8_0>[N, 32], X: tensor<f32>[32, 1], Y: tensor<f32>[N, 1]) {
+  Y[0 :+ 16, 0 :+ 1] = dot(W[0 :+ 16, 0 :+ 32], X[0 :+ 32, 0 :+ 1])
+}
+";
+    let err = emit_err(src);
+    assert!(err.to_string().contains("quantized"), "{err}");
+}
+
+#[test]
+fn float_remainder_is_refused_rather_than_linked_to_libdevice() {
+    let src = "
+@grid(1)
+kernel t(X: tensor<f32>[N], Y: tensor<f32>[N]) {
+  Y[0 :+ 32] = X[0 :+ 32] % 3.0
+}
+";
+    let err = emit_err(src);
+    assert!(err.to_string().contains("`%` on floats"), "{err}");
+}
+
+#[test]
+fn f64_transcendentals_are_refused_by_name() {
+    let src = "
+@grid(1)
+kernel t(X: tensor<f64>[N], Y: tensor<f64>[N]) {
+  Y[0 :+ 32] = exp(X[0 :+ 32])
+}
+";
+    let err = emit_err(src);
+    assert!(err.to_string().contains("`exp` on f64"), "{err}");
+}
+
+#[test]
+fn bad_targets_are_errors() {
+    let k = kernel(GEMM);
+    let c = k.default_config();
+    assert!(matches!(
+        emit_mlir(&k, &c, "gfx90a", 32),
+        Err(MlirError::BadChip(_))
+    ));
+    assert!(matches!(
+        emit_mlir(&k, &c, "sm_80", 48),
+        Err(MlirError::BadIndexBits(48))
+    ));
+}
