@@ -20,6 +20,9 @@ mod names;
 mod stmt;
 mod tile_slice;
 
+#[cfg(test)]
+mod tests;
+
 use std::cell::Cell;
 
 use proc_macro2::TokenStream;

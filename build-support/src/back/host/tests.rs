@@ -1,0 +1,100 @@
+//! What the host back end emits for small kernels compiled from text.
+
+use super::{GenError, generate};
+use crate::{Source, check_source};
+
+fn generated(text: &str) -> Result<String, Vec<GenError>> {
+    let module = check_source(&Source::file("test.ph", text)).expect("test kernels are valid");
+    generate(&module, text).map(|tokens| tokens.to_string())
+}
+
+const GEMM: &str = "@autotune(TM in [16, 32], TN in [16], TK in [8])
+@grid(cdiv(M, TM), cdiv(N, TN))
+kernel mm(A: tensor<f32>[M, K], B: tensor<f32>[K, N], C: tensor<f32>[M, N]) {
+  var acc: tile<f32>[TM, TN] = 0.0
+  for k in range(0, K, TK) {
+    let a = A[program_id(0) * TM :+ TM, k :+ TK]
+    let b = B[k :+ TK, program_id(1) * TN :+ TN]
+    acc += dot(a, b)
+  }
+  C[program_id(0) * TM :+ TM, program_id(1) * TN :+ TN] = acc
+}";
+
+#[test]
+fn accumulating_a_contraction_is_done_in_place() {
+    let out = generated(GEMM).unwrap();
+    assert!(
+        out.contains("host :: dot_acc (& mut l_acc , & l_a , & l_b)"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("host :: dot ("),
+        "no temporary product: {out}"
+    );
+}
+
+#[test]
+fn launcher_binds_dims_and_types_written_tensors_mut() {
+    let out = generated(GEMM).unwrap();
+    assert!(out.contains("pub fn launch_with"), "{out}");
+    assert!(
+        out.contains("C : & mut :: phobos :: __private :: Tensor < f32 >"),
+        "{out}"
+    );
+    assert!(
+        out.contains("A : & :: phobos :: __private :: Tensor < f32 >"),
+        "{out}"
+    );
+    assert!(out.contains("DimMismatch"), "{out}");
+    assert!(out.contains("RankMismatch"), "{out}");
+    // Two configs: TM in [16, 32] with the others fixed; default first.
+    assert!(
+        out.contains("Config { TM : 16i64 , TN : 16i64 , TK : 8i64 } , Config { TM : 32i64"),
+        "{out}"
+    );
+}
+
+#[test]
+fn every_path_goes_through_the_private_module() {
+    let out = generated(GEMM).unwrap();
+    for path in out.split(":: phobos ::").skip(1) {
+        assert!(
+            path.trim_start().starts_with("__private"),
+            "a path bypasses __private: {path}"
+        );
+    }
+}
+
+#[test]
+fn quantized_tensors_are_reported_at_the_parameter() {
+    let text = "kernel q(W: tensor<q8_0>[N, 32], x: tensor<f32>[32, 1], y: tensor<f32>[N, 1]) {
+  let w = W[0 :+ 4, 0 :+ 32]
+  y[0 :+ 4, :] = dot(w, x[:, :])
+}";
+    let Err(errors) = generated(text) else {
+        panic!("quantized tensors are not supported on the host yet")
+    };
+    assert_eq!(errors.len(), 1);
+    assert!(
+        errors[0].message.contains("quantized"),
+        "{}",
+        errors[0].message
+    );
+    let name_at = text.find("W:").unwrap() as u32;
+    assert!(
+        errors[0].span.lo <= name_at && name_at < errors[0].span.hi.max(name_at + 1),
+        "{:?}",
+        errors[0].span
+    );
+}
+
+#[test]
+fn slice_helper_is_emitted_only_when_used() {
+    assert!(!generated(GEMM).unwrap().contains("__slice_tile"));
+    let text = "kernel s(x: tensor<f32>[8], y: tensor<f32>[4]) {
+  let t = x[:]
+  let i = program_id(0)
+  y[:] = t[i :+ 4]
+}";
+    assert!(generated(text).unwrap().contains("fn __slice_tile"));
+}
