@@ -3,3 +3,4 @@
 pub mod gguf;
 pub mod quant;
 pub mod tokenizer;
+pub mod chat;

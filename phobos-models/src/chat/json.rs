@@ -1,0 +1,154 @@
+//! `tojson` as Hugging Face's chat-template environment defines it: Python's
+//! `json.dumps` with `ensure_ascii=False` (keys in insertion order, `", "`
+//! and `": "` separators unless told otherwise, no HTML escaping).
+
+use minijinja::value::{Kwargs, ValueKind};
+use minijinja::{Error, ErrorKind, Value};
+
+pub(crate) struct JsonStyle {
+    pub indent: Option<String>,
+    pub item_separator: String,
+    pub key_separator: String,
+    pub ensure_ascii: bool,
+    pub sort_keys: bool,
+}
+
+pub(crate) fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let indent: Option<Value> = kwargs.get("indent")?;
+    let indent = match indent {
+        None => None,
+        Some(v) if v.is_none() => None,
+        Some(v) => Some(match v.as_str() {
+            Some(s) => s.to_owned(),
+            None => " ".repeat(i64::try_from(v.clone()).unwrap_or(0).max(0) as usize),
+        }),
+    };
+    let separators: Option<Value> = kwargs.get("separators")?;
+    let (item_separator, key_separator) = match separators {
+        Some(pair) if !pair.is_none() => {
+            let item = pair.get_item_by_index(0)?;
+            let key = pair.get_item_by_index(1)?;
+            (
+                item.as_str().unwrap_or(",").to_owned(),
+                key.as_str().unwrap_or(":").to_owned(),
+            )
+        }
+        _ if indent.is_some() => (",".to_owned(), ": ".to_owned()),
+        _ => (", ".to_owned(), ": ".to_owned()),
+    };
+    let ensure_ascii: Option<bool> = kwargs.get("ensure_ascii")?;
+    let sort_keys: Option<bool> = kwargs.get("sort_keys")?;
+    kwargs.assert_all_used()?;
+    let style = JsonStyle {
+        indent,
+        item_separator,
+        key_separator,
+        ensure_ascii: ensure_ascii.unwrap_or(false),
+        sort_keys: sort_keys.unwrap_or(false),
+    };
+    let mut out = String::new();
+    write_json(&value, &style, 0, &mut out)?;
+    Ok(Value::from_safe_string(out))
+}
+
+fn write_string(s: &str, ensure_ascii: bool, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0C}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (ensure_ascii && !c.is_ascii()) => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn newline(style: &JsonStyle, depth: usize, out: &mut String) {
+    if let Some(indent) = &style.indent {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str(indent);
+        }
+    }
+}
+
+pub(crate) fn write_json(value: &Value, style: &JsonStyle, depth: usize, out: &mut String) -> Result<(), Error> {
+    match value.kind() {
+        ValueKind::Undefined | ValueKind::None => out.push_str("null"),
+        ValueKind::Bool => out.push_str(if value.is_true() { "true" } else { "false" }),
+        ValueKind::Number => {
+            if let Ok(i) = i64::try_from(value.clone()) {
+                if value.as_i64().is_some() || !value.to_string().contains('.') {
+                    out.push_str(&i.to_string());
+                    return Ok(());
+                }
+            }
+            let f = f64::try_from(value.clone())?;
+            if f.is_finite() {
+                out.push_str(&format!("{f:?}"));
+            } else if f.is_nan() {
+                out.push_str("NaN");
+            } else {
+                out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" });
+            }
+        }
+        ValueKind::String => write_string(value.as_str().unwrap_or_default(), style.ensure_ascii, out),
+        ValueKind::Seq | ValueKind::Iterable => {
+            let items: Vec<Value> = value.try_iter()?.collect();
+            if items.is_empty() {
+                out.push_str("[]");
+                return Ok(());
+            }
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(&style.item_separator);
+                }
+                newline(style, depth + 1, out);
+                write_json(item, style, depth + 1, out)?;
+            }
+            newline(style, depth, out);
+            out.push(']');
+        }
+        ValueKind::Map => {
+            let mut keys: Vec<Value> = value.try_iter()?.collect();
+            if style.sort_keys {
+                keys.sort_by_key(|k| k.to_string());
+            }
+            if keys.is_empty() {
+                out.push_str("{}");
+                return Ok(());
+            }
+            out.push('{');
+            for (i, key) in keys.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(&style.item_separator);
+                }
+                newline(style, depth + 1, out);
+                write_string(&key.to_string(), style.ensure_ascii, out);
+                out.push_str(&style.key_separator);
+                write_json(&value.get_item(key)?, style, depth + 1, out)?;
+            }
+            newline(style, depth, out);
+            out.push('}');
+        }
+        other => {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!("tojson cannot serialize a {other}"),
+            ));
+        }
+    }
+    Ok(())
+}

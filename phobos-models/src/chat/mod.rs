@@ -1,0 +1,261 @@
+//! Chat templates: a model's own `tokenizer.chat_template` (Jinja) rendered
+//! with minijinja, with the functions and filters real templates use and the
+//! Hugging Face environment's settings (trim_blocks, lstrip_blocks, Python
+//! string methods, `tojson` as `json.dumps`).
+//!
+//! Templates that do not know some message kinds get the same fallbacks
+//! llama.cpp applies: a system message is folded into the first user
+//! message, tool calls and tool results are written as JSON text.
+
+mod json;
+mod polyfill;
+mod time;
+
+pub use time::format_unix_time;
+
+use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior, Value};
+use serde::Serialize;
+
+use crate::gguf::Gguf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChatTemplateError {
+    #[error("chat template line {line}: {message}\n  {source_line}")]
+    Template {
+        line: usize,
+        source_line: String,
+        message: String,
+    },
+    #[error("chat template: {0}")]
+    Other(String),
+    #[error("reading the chat template: {0}")]
+    Gguf(#[from] crate::gguf::GgufError),
+}
+
+/// One tool call made by the assistant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments as JSON (an object for well-formed calls).
+    pub arguments: serde_json::Value,
+}
+
+/// One conversation turn. `role` is "system", "user", "assistant" or "tool".
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    /// For role "tool": which call this answers.
+    pub tool_call_id: Option<String>,
+    /// For role "tool": the tool's name.
+    pub name: Option<String>,
+    pub reasoning_content: Option<String>,
+}
+
+impl ChatMessage {
+    pub fn new(role: &str, content: &str) -> Self {
+        Self {
+            role: role.to_owned(),
+            content: content.to_owned(),
+            ..Self::default()
+        }
+    }
+
+    /// The message as templates see it (OpenAI chat format).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut map = serde_json::Map::new();
+        map.insert("role".into(), self.role.clone().into());
+        map.insert("content".into(), self.content.clone().into());
+        if !self.tool_calls.is_empty() {
+            let calls = self
+                .tool_calls
+                .iter()
+                .map(|call| {
+                    serde_json::json!({
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    })
+                })
+                .collect::<Vec<_>>();
+            map.insert("tool_calls".into(), calls.into());
+        }
+        if let Some(id) = &self.tool_call_id {
+            map.insert("tool_call_id".into(), id.clone().into());
+        }
+        if let Some(name) = &self.name {
+            map.insert("name".into(), name.clone().into());
+        }
+        if let Some(reasoning) = &self.reasoning_content {
+            map.insert("reasoning_content".into(), reasoning.clone().into());
+        }
+        serde_json::Value::Object(map)
+    }
+}
+
+/// What to render.
+#[derive(Debug, Clone, Default)]
+pub struct ChatRequest {
+    pub messages: Vec<ChatMessage>,
+    /// OpenAI-style tool definitions (`{"type": "function", "function": {...}}`).
+    pub tools: Vec<serde_json::Value>,
+    pub add_generation_prompt: bool,
+    pub bos_token: String,
+    pub eos_token: String,
+    /// Extra template variables (e.g. `enable_thinking`).
+    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// Unix time for `strftime_now`; the clock when `None`.
+    pub now_unix_seconds: Option<i64>,
+}
+
+/// A parsed chat template with the capabilities probed from it.
+#[derive(Debug, Clone)]
+pub struct ChatTemplate {
+    source: String,
+    capabilities: polyfill::Capabilities,
+}
+
+impl ChatTemplate {
+    /// Parses `source`; a syntax error quotes the offending line.
+    pub fn new(source: impl Into<String>) -> Result<Self, ChatTemplateError> {
+        let source = without_generation_tags(&source.into());
+        {
+            let env = environment(None);
+            env.template_from_str(&source)
+                .map_err(|e| template_error(&source, &e))?;
+        }
+        let mut template = Self {
+            source,
+            capabilities: polyfill::Capabilities::all(),
+        };
+        template.capabilities = polyfill::probe(&template);
+        Ok(template)
+    }
+
+    /// The template stored in a GGUF file, if it has one.
+    pub fn from_gguf(gguf: &Gguf) -> Result<Option<Self>, ChatTemplateError> {
+        if !gguf.contains_key("tokenizer.chat_template") {
+            return Ok(None);
+        }
+        Self::new(gguf.get_str("tokenizer.chat_template")?).map(Some)
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Renders the conversation, adapting messages the template cannot
+    /// express.
+    pub fn render(&self, request: &ChatRequest) -> Result<String, ChatTemplateError> {
+        let messages = polyfill::adapt_messages(&request.messages, &self.capabilities);
+        self.render_raw(request, &messages)
+    }
+
+    /// Renders exactly the given message JSON, with no adaptation.
+    pub(crate) fn render_raw(
+        &self,
+        request: &ChatRequest,
+        messages: &[serde_json::Value],
+    ) -> Result<String, ChatTemplateError> {
+        let env = environment(request.now_unix_seconds);
+        let template = env
+            .template_from_str(&self.source)
+            .map_err(|e| template_error(&self.source, &e))?;
+        let mut context = request.extra.clone();
+        context.insert("messages".into(), messages.to_vec().into());
+        if !request.tools.is_empty() {
+            context.insert("tools".into(), request.tools.clone().into());
+        }
+        context.insert(
+            "add_generation_prompt".into(),
+            request.add_generation_prompt.into(),
+        );
+        context.insert("bos_token".into(), request.bos_token.clone().into());
+        // Variables llama.cpp provides for templates that expect them
+        // (firefunction-v2 reads `functions` and `datetime`).
+        if !context.contains_key("functions") {
+            let functions = if request.tools.is_empty() {
+                String::new()
+            } else {
+                serde_json::to_string_pretty(&request.tools).unwrap_or_default()
+            };
+            context.insert("functions".into(), functions.into());
+        }
+        if !context.contains_key("datetime") {
+            let now = request.now_unix_seconds.unwrap_or_else(unix_now);
+            context.insert(
+                "datetime".into(),
+                format_unix_time(now, "%b %d %Y %H:%M:%S GMT").into(),
+            );
+        }
+        context.insert("eos_token".into(), request.eos_token.clone().into());
+        template
+            .render(Value::from_serialize(&context))
+            .map_err(|e| template_error(&self.source, &e))
+    }
+}
+
+fn environment(now_unix_seconds: Option<i64>) -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_undefined_behavior(UndefinedBehavior::Lenient);
+    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.add_function("raise_exception", |message: String| -> Result<Value, Error> {
+        Err(Error::new(ErrorKind::InvalidOperation, message))
+    });
+    env.add_function("strftime_now", move |pattern: String| -> String {
+        let now = now_unix_seconds.unwrap_or_else(unix_now);
+        format_unix_time(now, &pattern)
+    });
+    env.add_filter("tojson", json::tojson_filter);
+    env
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Hugging Face's `{% generation %}...{% endgeneration %}` (which marks
+/// assistant text for training masks and renders its body unchanged) becomes
+/// an always-true `if`, keeping each tag's whitespace control.
+fn without_generation_tags(source: &str) -> String {
+    let mut out = source.to_owned();
+    for (tag, replacement) in [("endgeneration", "endif"), ("generation", "if true")] {
+        for (open, close) in [("{%-", "-%}"), ("{%-", "%}"), ("{%", "-%}"), ("{%", "%}")] {
+            for inner in [format!(" {tag} "), format!("{tag} "), format!(" {tag}"), tag.to_owned()] {
+                out = out.replace(
+                    &format!("{open}{inner}{close}"),
+                    &format!("{open} {replacement} {close}"),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// An error with the template line it points at.
+fn template_error(source: &str, error: &Error) -> ChatTemplateError {
+    let mut message = error.kind().to_string();
+    if let Some(detail) = error.detail() {
+        message = format!("{message}: {detail}");
+    }
+    match error.line() {
+        Some(line) => ChatTemplateError::Template {
+            line,
+            source_line: source
+                .lines()
+                .nth(line.saturating_sub(1))
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
+            message,
+        },
+        None => ChatTemplateError::Other(message),
+    }
+}
