@@ -169,6 +169,9 @@ fn example_kernels_at_default_config_assemble_for_every_chip() {
                     let what = format!("{}_i{index_bits}", kernel.name);
                     assemble(p, &variant.ptx, chip, &what);
                 }
+                if let Ok(dir) = std::env::var("PHOBOS_DUMP_PTX_DIR") {
+                    dump_for_device_check(Path::new(&dir), &kernel, &variant);
+                }
             }
         }
     }
@@ -205,4 +208,57 @@ fn every_config_of_every_example_compiles_or_is_pruned_on_sm_80() {
     }
     eprintln!("{compiled} variants compiled, {pruned} pruned");
     assert!(compiled > 0);
+}
+
+/// Writes `<kernel>.<chip>.i<bits>.ptx` and a `.json` beside it with what
+/// `scripts/mlir_device_check.py` needs to launch it (the ABI of
+/// `back::mlir::emit`): parameters, dim order, config, threads.
+fn dump_for_device_check(dir: &Path, kernel: &ir::Kernel, variant: &mlir::PtxVariant) {
+    std::fs::create_dir_all(dir).unwrap();
+    let stem = format!("{}.{}.i{}", kernel.name, variant.chip, variant.index_bits);
+    std::fs::write(dir.join(format!("{stem}.ptx")), &variant.ptx).unwrap();
+    let params = kernel
+        .params
+        .iter()
+        .map(|p| match &p.kind {
+            ir::ParamKind::Tensor { elem, dims, .. } => {
+                let dims = dims
+                    .iter()
+                    .map(|d| match d {
+                        ir::Dim::Sym(s) => format!("\"{s}\""),
+                        ir::Dim::Lit(v) => v.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                format!(
+                    "{{\"name\": \"{}\", \"kind\": \"tensor\", \"dtype\": \"{elem}\", \"dims\": [{dims}]}}",
+                    p.name
+                )
+            }
+            ir::ParamKind::Scalar { dtype } => format!(
+                "{{\"name\": \"{}\", \"kind\": \"scalar\", \"dtype\": \"{dtype}\"}}",
+                p.name
+            ),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let dims = kernel
+        .dims()
+        .iter()
+        .map(|d| format!("\"{d}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let config = variant
+        .config
+        .values
+        .iter()
+        .map(|(k, v)| format!("\"{k}\": {v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let json = format!(
+        "{{\"kernel\": \"{}\", \"chip\": \"{}\", \"index_bits\": {}, \"threads\": {}, \
+         \"shared_bytes\": {}, \"config\": {{{config}}}, \"dims\": [{dims}], \"params\": [{params}]}}\n",
+        kernel.name, variant.chip, variant.index_bits, variant.threads, variant.shared_bytes
+    );
+    std::fs::write(dir.join(format!("{stem}.json")), json).unwrap();
 }
