@@ -3,6 +3,20 @@
 //! expected values computed here by plain Rust. Scalar (rank-0) and tile
 //! forms are both covered, since the host back end generates them
 //! differently.
+//!
+//! The strict lint levels below show the generated modules stay quiet under
+//! common opt-in lints in user crates.
+
+#![deny(
+    warnings,
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    unused_qualifications,
+    unused_results,
+    trivial_casts,
+    trivial_numeric_casts
+)]
 
 use phobos::Device;
 
