@@ -160,6 +160,23 @@ mod tests {
     }
 
     #[test]
+    fn host_device_reports_itself() {
+        let dev = Device::host();
+        assert_eq!(dev.name(), "host");
+        assert_eq!(dev.backend(), &Backend::Host(HostDevice));
+        dev.synchronize().unwrap();
+        let t = dev.zeros::<f32>([2]).unwrap();
+        assert_eq!(t.device(), dev);
+        assert!(matches!(
+            Device::cuda(0),
+            Err(Error::BackendUnavailable {
+                backend: "cuda",
+                ..
+            })
+        ));
+    }
+
+    #[test]
     fn tensor_from_checks_length() {
         let dev = Device::host();
         let err = dev.tensor_from(&[1.0f32, 2.0, 3.0], [2, 2]).unwrap_err();
