@@ -643,7 +643,7 @@ impl<'k> Emitter<'k> {
                     Builtin::ReduceMax => Reduce::Max,
                     _ => Reduce::Min,
                 };
-                self.whole_reduce(how, arg(0)?, dtype)
+                self.reduce_all(how, arg(0)?, dtype)
             }
             Builtin::Transpose => {
                 let inner = At {
@@ -789,7 +789,7 @@ impl<'k> Emitter<'k> {
     }
 
     /// The identity of a reduction in `dtype`.
-    fn reduce_identity(&mut self, how: Reduce, dtype: DType) -> Val {
+    pub(super) fn reduce_identity(&mut self, how: Reduce, dtype: DType) -> Val {
         let ty = Ty::of(dtype);
         match how {
             Reduce::Sum => self.zero(dtype),
@@ -919,7 +919,12 @@ impl<'k> Emitter<'k> {
         Ok(self.close_accumulating_loop(&next, result))
     }
 
-    fn whole_reduce(&mut self, how: Reduce, arg: &Expr, dtype: DType) -> Result<Val, MlirError> {
+    pub(super) fn serial_reduce_all(
+        &mut self,
+        how: Reduce,
+        arg: &Expr,
+        dtype: DType,
+    ) -> Result<Val, MlirError> {
         let ext = self.extents(arg)?;
         let n: i64 = ext.iter().product();
         let count = self.const_i32(n);

@@ -35,6 +35,7 @@
 mod expr;
 mod math;
 pub(crate) mod plan;
+mod reduce;
 mod stmt;
 #[cfg(test)]
 mod tests;
@@ -164,6 +165,9 @@ pub(crate) struct Emitter<'k> {
     /// Shared temporaries and whether the current statement uses them.
     temps: Vec<(usize, bool)>,
     hoisted: HashMap<*const Expr, Hoisted>,
+    /// Nesting of element loops: inside one, threads diverge, so no
+    /// cooperative (shuffle/barrier) code may be emitted.
+    element_loop_depth: u32,
 }
 
 impl<'k> Emitter<'k> {
@@ -198,6 +202,7 @@ impl<'k> Emitter<'k> {
             buffers: Vec::new(),
             temps: Vec::new(),
             hoisted: HashMap::new(),
+            element_loop_depth: 0,
         }
     }
 
@@ -554,13 +559,16 @@ impl<'k> Emitter<'k> {
             self.t.open(format!("scf.if {inside} {{"));
         }
         let idx = self.delinearize(&linear, extents);
-        body(
+        self.element_loop_depth += 1;
+        let result = body(
             self,
             &At {
                 idx,
                 slot: Some(slot),
             },
-        )?;
+        );
+        self.element_loop_depth -= 1;
+        result?;
         if guarded {
             self.t.close("}");
         }

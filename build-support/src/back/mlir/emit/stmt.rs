@@ -215,6 +215,15 @@ impl<'k> Emitter<'k> {
                 for a in args {
                     self.prepare(a, false)?;
                 }
+                // A row reduction with one output element (a [1, C] row) is
+                // a whole-tile reduction: let the whole CTA do it.
+                if let (Some(how), [a]) = (row_reduction(&e.kind), args.as_slice())
+                    && self.extents(e)?.iter().product::<i64>() == 1
+                {
+                    let v = self.reduce_all(how, a, self.dtype_of(e)?)?;
+                    self.hoisted.insert(e as *const Expr, Hoisted::Scalar(v));
+                    return Ok(());
+                }
                 let reduces = !matches!(
                     e.kind,
                     ExprKind::Call {
@@ -510,6 +519,24 @@ fn store_binop(op: StoreOp) -> Option<Result<BinOp, Reduce>> {
         StoreOp::Mul => Some(Ok(BinOp::Mul)),
         StoreOp::Div => Some(Ok(BinOp::Div)),
         StoreOp::Max => Some(Err(Reduce::Max)),
+    }
+}
+
+fn row_reduction(kind: &ExprKind) -> Option<Reduce> {
+    match kind {
+        ExprKind::Call {
+            func: Builtin::RowSum,
+            ..
+        } => Some(Reduce::Sum),
+        ExprKind::Call {
+            func: Builtin::RowMax,
+            ..
+        } => Some(Reduce::Max),
+        ExprKind::Call {
+            func: Builtin::RowMin,
+            ..
+        } => Some(Reduce::Min),
+        _ => None,
     }
 }
 
