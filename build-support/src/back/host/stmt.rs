@@ -8,7 +8,7 @@ use quote::quote;
 use super::expr::private;
 use super::names;
 use super::{GenError, Generator};
-use crate::ir::{BinOp, Builtin, Expr, ExprKind, LocalId, Stmt, StmtKind, StoreOp};
+use crate::ir::{BinOp, Builtin, Expr, ExprKind, LocalId, Shape, Slice, Stmt, StmtKind, StoreOp};
 
 impl Generator<'_> {
     pub fn block(&self, stmts: &[Stmt]) -> Result<TokenStream, GenError> {
@@ -172,8 +172,10 @@ impl Generator<'_> {
         Ok(quote!(#name = #value;))
     }
 
-    /// `x = x + dot(a, b)` -> `dot_acc`, `x = x op y` -> `op_assign`,
-    /// `x = max(x, y)` -> `max_assign`, when `x` is a tile local.
+    /// Updates of a tile `var` whose value is a chain of operations
+    /// starting at the var itself, e.g. `acc = acc * rescale + dot(p, v)`,
+    /// become in-place steps (`mul_assign`, then `dot_acc`), provided every
+    /// intermediate has the var's shape and no other operand reads the var.
     fn in_place_update(
         &self,
         local: LocalId,
@@ -181,52 +183,39 @@ impl Generator<'_> {
     ) -> Result<Option<TokenStream>, GenError> {
         let p = private();
         let name = names::local(&self.local(local, value)?.name);
-        let is_target = |e: &Expr| matches!(e.kind, ExprKind::Local(id) if id == local);
-        let (op_fn, rhs) = match &value.kind {
-            ExprKind::Binary { op, lhs, rhs } if is_target(lhs) && lhs.shape == value.shape => {
-                if *op == BinOp::Add
-                    && let ExprKind::Call {
-                        func: func @ (Builtin::Dot | Builtin::DotT),
-                        args,
-                    } = &rhs.kind
-                    && rhs.shape == value.shape
-                    && args.len() == 2
-                {
-                    let (a_let, a) = self.operand(&args[0], local, "__a")?;
-                    let (b_let, b) = self.operand(&args[1], local, "__b")?;
-                    let f = if *func == Builtin::Dot {
-                        quote!(dot_acc)
-                    } else {
+        let mut steps = Vec::new();
+        if !collect_chain(local, value, &value.shape, &mut steps) || steps.is_empty() {
+            return Ok(None);
+        }
+        let mut out = TokenStream::new();
+        for step in steps {
+            out.extend(match step {
+                Step::Contract { transposed, a, b } => {
+                    let (a_let, a) = self.operand(a, local, "__a")?;
+                    let (b_let, b) = self.operand(b, local, "__b")?;
+                    let f = if transposed {
                         quote!(dot_t_acc)
+                    } else {
+                        quote!(dot_acc)
                     };
-                    return Ok(Some(quote!({
+                    quote!({
                         #a_let
                         #b_let
                         #p::host::#f(&mut #name, #a, #b)?;
-                    })));
+                    })
                 }
-                let f = match op {
-                    BinOp::Add => quote!(add_assign),
-                    BinOp::Sub => quote!(sub_assign),
-                    BinOp::Mul => quote!(mul_assign),
-                    BinOp::Div => quote!(div_assign),
-                    _ => return Ok(None),
-                };
-                (f, rhs.as_ref())
-            }
-            ExprKind::Call {
-                func: Builtin::Max,
-                args,
-            } if args.len() == 2 && is_target(&args[0]) && args[0].shape == value.shape => {
-                (quote!(max_assign), &args[1])
-            }
-            _ => return Ok(None),
-        };
-        let (rhs_let, rhs) = self.operand(rhs, local, "__rhs")?;
-        Ok(Some(quote!({
-            #rhs_let
-            #p::host::#op_fn(&mut #name, #rhs)?;
-        })))
+                Step::Elementwise { function, rhs } => {
+                    let (rhs_let, rhs) = self.operand(rhs, local, "__rhs")?;
+                    let function =
+                        proc_macro2::Ident::new(function, proc_macro2::Span::call_site());
+                    quote!({
+                        #rhs_let
+                        #p::host::#function(&mut #name, #rhs)?;
+                    })
+                }
+            });
+        }
+        Ok(Some(out))
     }
 
     /// A `&Tile` operand for an in-place update of `target`, plus the `let`
@@ -265,5 +254,105 @@ impl Generator<'_> {
         } else {
             quote!(#p::host::Tile<#ty>)
         })
+    }
+}
+
+/// One in-place step applied to the target tile.
+enum Step<'e> {
+    /// `target += a @ b` (or `a @ b^T`).
+    Contract {
+        transposed: bool,
+        a: &'e Expr,
+        b: &'e Expr,
+    },
+    /// `target = function(target, rhs)` for an `*_assign` of the tile library.
+    Elementwise {
+        function: &'static str,
+        rhs: &'e Expr,
+    },
+}
+
+/// Collects the steps of `e` in application order when `e` is a chain of
+/// `+ - * /` and `max` whose innermost left operand is `target`.
+fn collect_chain<'e>(
+    target: LocalId,
+    e: &'e Expr,
+    shape: &Shape,
+    steps: &mut Vec<Step<'e>>,
+) -> bool {
+    if &e.shape != shape {
+        return false;
+    }
+    match &e.kind {
+        ExprKind::Local(id) => *id == target,
+        ExprKind::Binary { op, lhs, rhs } => {
+            let function = match op {
+                BinOp::Add => "add_assign",
+                BinOp::Sub => "sub_assign",
+                BinOp::Mul => "mul_assign",
+                BinOp::Div => "div_assign",
+                _ => return false,
+            };
+            if mentions(rhs, target) || !collect_chain(target, lhs, shape, steps) {
+                return false;
+            }
+            steps.push(match &rhs.kind {
+                ExprKind::Call {
+                    func: func @ (Builtin::Dot | Builtin::DotT),
+                    args,
+                } if *op == BinOp::Add && &rhs.shape == shape && args.len() == 2 => {
+                    Step::Contract {
+                        transposed: *func == Builtin::DotT,
+                        a: &args[0],
+                        b: &args[1],
+                    }
+                }
+                _ => Step::Elementwise { function, rhs },
+            });
+            true
+        }
+        ExprKind::Call {
+            func: Builtin::Max,
+            args,
+        } if args.len() == 2 => {
+            if mentions(&args[1], target) || !collect_chain(target, &args[0], shape, steps) {
+                return false;
+            }
+            steps.push(Step::Elementwise {
+                function: "max_assign",
+                rhs: &args[1],
+            });
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Whether `e` reads local `target` anywhere.
+fn mentions(e: &Expr, target: LocalId) -> bool {
+    let in_slices = |index: &[Slice]| {
+        index.iter().any(|s| match s {
+            Slice::Point(i) => mentions(i, target),
+            Slice::Span { start, .. } => mentions(start, target),
+            Slice::Full => false,
+        })
+    };
+    match &e.kind {
+        ExprKind::Local(id) => *id == target,
+        ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Bool(_)
+        | ExprKind::Param(_)
+        | ExprKind::Dim(_)
+        | ExprKind::Tune(_) => false,
+        ExprKind::Load { index, other, .. } => {
+            in_slices(index) || other.as_deref().is_some_and(|o| mentions(o, target))
+        }
+        ExprKind::Slice { base, index } => mentions(base, target) || in_slices(index),
+        ExprKind::Unary { arg, .. } | ExprKind::Cast(arg) | ExprKind::Broadcast(arg) => {
+            mentions(arg, target)
+        }
+        ExprKind::Binary { lhs, rhs, .. } => mentions(lhs, target) || mentions(rhs, target),
+        ExprKind::Call { args, .. } => args.iter().any(|a| mentions(a, target)),
     }
 }

@@ -98,3 +98,33 @@ fn slice_helper_is_emitted_only_when_used() {
 }";
     assert!(generated(text).unwrap().contains("fn __slice_tile"));
 }
+
+const CHAIN: &str =
+    "kernel chain(p: tensor<f32>[16, 8], v: tensor<f32>[8, 4], o: tensor<f32>[16, 4]) {
+  var acc: tile<f32>[16, 4] = 1.0
+  let r = rowsum(p[:, :])
+  acc = acc * r[:, 0 :+ 1] + dot(p[:, :], v[:, :])
+  acc = acc * acc + 1.0
+  o[:, :] = acc
+}";
+
+#[test]
+fn update_chains_run_in_place_in_order() {
+    let out = generated(CHAIN).unwrap();
+    let mul = out.find("host :: mul_assign (& mut l_acc").expect(&out);
+    let dot = out.find("host :: dot_acc (& mut l_acc").expect(&out);
+    assert!(
+        mul < dot,
+        "the rescale must happen before the accumulation: {out}"
+    );
+}
+
+#[test]
+fn chains_whose_operands_read_the_target_are_not_rewritten() {
+    let out = generated(CHAIN).unwrap();
+    // `acc * acc + 1.0` reads acc on the right: computed as a whole.
+    assert!(
+        out.contains("l_acc = :: phobos :: __private :: host :: add"),
+        "{out}"
+    );
+}
