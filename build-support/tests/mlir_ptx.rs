@@ -262,3 +262,21 @@ fn dump_for_device_check(dir: &Path, kernel: &ir::Kernel, variant: &mlir::PtxVar
     );
     std::fs::write(dir.join(format!("{stem}.json")), json).unwrap();
 }
+
+#[test]
+fn every_phase_can_be_observed_in_order() {
+    let target = Target::new("sm_80", 32).unwrap();
+    let mut seen: Vec<(String, String)> = Vec::new();
+    pipeline::mlir_to_ptx_observed(HAND_SAXPY, &target, &mut |phase, ir| {
+        seen.push((phase.to_string(), ir.to_string()))
+    })
+    .unwrap();
+    let names: Vec<&str> = seen.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        names,
+        ["input", "attach-target", "lower-to-nvvm", "serialize-ptx"]
+    );
+    assert!(seen[1].1.contains("#nvvm.target"), "{}", seen[1].1);
+    assert!(seen[2].1.contains("llvm.func"), "{}", seen[2].1);
+    assert!(seen[3].1.contains("gpu.binary"), "{}", seen[3].1);
+}

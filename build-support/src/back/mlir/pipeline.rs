@@ -80,8 +80,24 @@ fn new_context() -> Context {
 
 /// Parses `module_text` (one `gpu.module` inside a `gpu.container_module`),
 /// lowers it for `target` and returns the PTX assembly of its first binary.
+/// With `PHOBOS_PRINT_PHASES=1` the IR after each phase goes to stderr.
 pub fn mlir_to_ptx(module_text: &str, target: &Target) -> Result<String, MlirError> {
-    let print_phases = std::env::var(PRINT_PHASES_ENV).is_ok_and(|v| v == "1");
+    if std::env::var(PRINT_PHASES_ENV).is_ok_and(|v| v == "1") {
+        mlir_to_ptx_observed(module_text, target, &mut |phase, ir| {
+            eprintln!("// ----- phase: {phase} ({}) -----\n{ir}", target.chip);
+        })
+    } else {
+        mlir_to_ptx_observed(module_text, target, &mut |_, _| {})
+    }
+}
+
+/// [`mlir_to_ptx`], handing the IR to `observe(phase, ir)` before the
+/// first phase (`input`) and after each one.
+pub fn mlir_to_ptx_observed(
+    module_text: &str,
+    target: &Target,
+    observe: &mut dyn FnMut(&str, &str),
+) -> Result<String, MlirError> {
     let context = new_context();
     let diagnostics = Rc::new(RefCell::new(Vec::<String>::new()));
     let sink = Rc::clone(&diagnostics);
@@ -99,12 +115,7 @@ pub fn mlir_to_ptx(module_text: &str, target: &Target) -> Result<String, MlirErr
     };
 
     let result = (|| {
-        if print_phases {
-            eprintln!(
-                "// ----- phase: input ({}) -----\n{module_text}",
-                target.chip
-            );
-        }
+        observe("input", module_text);
         let mut module =
             Module::parse(&context, module_text).ok_or_else(|| MlirError::InvalidModule {
                 diagnostics: take_diagnostics(),
@@ -126,14 +137,7 @@ pub fn mlir_to_ptx(module_text: &str, target: &Target) -> Result<String, MlirErr
                 phase: phase.name.to_string(),
                 diagnostics: take_diagnostics(),
             })?;
-            if print_phases {
-                eprintln!(
-                    "// ----- phase: {} ({}) -----\n{}",
-                    phase.name,
-                    target.chip,
-                    module.as_operation()
-                );
-            }
+            observe(phase.name, &module.as_operation().to_string());
         }
         extract_ptx(&module)
     })();
