@@ -128,3 +128,14 @@ fn chains_whose_operands_read_the_target_are_not_rewritten() {
         "{out}"
     );
 }
+
+#[test]
+#[ignore = "prints the generated code for inspection"]
+fn print_generated_flash_attention() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/kernels/flash_attn_f32.ph"
+    ))
+    .unwrap();
+    println!("{}", generated(&text).unwrap());
+}
