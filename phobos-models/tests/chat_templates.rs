@@ -38,15 +38,21 @@ fn llama_cpp_reference_renderings() {
             ..ChatRequest::default()
         };
         let expected = case["expected"].as_str().unwrap();
-        let rendered = ChatTemplate::new(case["template"].as_str().unwrap())
-            .and_then(|t| t.render(&request));
+        let rendered =
+            ChatTemplate::new(case["template"].as_str().unwrap()).and_then(|t| t.render(&request));
         match rendered {
             Ok(text) if text == expected => {}
-            Ok(text) => failures.push(format!("{name}:\n  expected {expected:?}\n  got      {text:?}")),
+            Ok(text) => failures.push(format!(
+                "{name}:\n  expected {expected:?}\n  got      {text:?}"
+            )),
             Err(e) => failures.push(format!("{name}: error {e}")),
         }
     }
-    eprintln!("reference renderings: {}/{} match", cases.len() - failures.len(), cases.len());
+    eprintln!(
+        "reference renderings: {}/{} match",
+        cases.len() - failures.len(),
+        cases.len()
+    );
     for failure in &failures {
         eprintln!("MISMATCH {failure}");
     }
@@ -113,7 +119,11 @@ fn every_real_template_renders_a_tool_conversation() {
             Err(e) => failures.push(format!("{name}: {e}")),
         }
     }
-    eprintln!("real templates: {}/{} render", paths.len() - failures.len(), paths.len());
+    eprintln!(
+        "real templates: {}/{} render",
+        paths.len() - failures.len(),
+        paths.len()
+    );
     for failure in &failures {
         eprintln!("FAIL {failure}");
     }
@@ -127,20 +137,26 @@ fn a_broken_template_names_its_line() {
     assert!(text.contains("line 2"), "{text}");
     assert!(text.contains("{% if %}"), "{text}");
     let template = ChatTemplate::new("a\n{{ raise_exception('no system role') }}").unwrap();
-    let err = template.render(&ChatRequest::default()).unwrap_err().to_string();
-    assert!(err.contains("no system role") && err.contains("line 2"), "{err}");
+    let err = template
+        .render(&ChatRequest::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no system role") && err.contains("line 2"),
+        "{err}"
+    );
 }
 
 #[test]
 fn tojson_matches_python_json_dumps() {
-    let template = ChatTemplate::new(
-        "{{ x | tojson }}|{{ x | tojson(indent=2) }}|{{ 'é<' | tojson }}",
-    )
-    .unwrap();
+    let template =
+        ChatTemplate::new("{{ x | tojson }}|{{ x | tojson(indent=2) }}|{{ 'é<' | tojson }}")
+            .unwrap();
     let mut request = ChatRequest::default();
-    request
-        .extra
-        .insert("x".into(), serde_json::json!({"b": 1, "a": [true, null, 1.5]}));
+    request.extra.insert(
+        "x".into(),
+        serde_json::json!({"b": 1, "a": [true, null, 1.5]}),
+    );
     // Python: json.dumps(x, ensure_ascii=False) and json.dumps(x, indent=2).
     assert_eq!(
         template.render(&request).unwrap(),

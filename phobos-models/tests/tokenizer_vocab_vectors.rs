@@ -66,12 +66,10 @@ fn check_vocab(gguf_path: &Path) -> VocabResult {
         .trim_start_matches("ggml-vocab-")
         .trim_end_matches(".gguf")
         .to_owned();
-    let inputs = parse_inputs(
-        &std::fs::read_to_string(gguf_path.with_extension("gguf.inp")).unwrap(),
-    );
-    let outputs = parse_outputs(
-        &std::fs::read_to_string(gguf_path.with_extension("gguf.out")).unwrap(),
-    );
+    let inputs =
+        parse_inputs(&std::fs::read_to_string(gguf_path.with_extension("gguf.inp")).unwrap());
+    let outputs =
+        parse_outputs(&std::fs::read_to_string(gguf_path.with_extension("gguf.out")).unwrap());
     assert_eq!(inputs.len(), outputs.len(), "{name}: inputs vs outputs");
     let gguf = Gguf::open(gguf_path).unwrap();
     let tokenizer = Tokenizer::from_gguf(&gguf).unwrap();

@@ -83,16 +83,21 @@ fn newline(style: &JsonStyle, depth: usize, out: &mut String) {
     }
 }
 
-pub(crate) fn write_json(value: &Value, style: &JsonStyle, depth: usize, out: &mut String) -> Result<(), Error> {
+pub(crate) fn write_json(
+    value: &Value,
+    style: &JsonStyle,
+    depth: usize,
+    out: &mut String,
+) -> Result<(), Error> {
     match value.kind() {
         ValueKind::Undefined | ValueKind::None => out.push_str("null"),
         ValueKind::Bool => out.push_str(if value.is_true() { "true" } else { "false" }),
         ValueKind::Number => {
-            if let Ok(i) = i64::try_from(value.clone()) {
-                if value.as_i64().is_some() || !value.to_string().contains('.') {
-                    out.push_str(&i.to_string());
-                    return Ok(());
-                }
+            if let Ok(i) = i64::try_from(value.clone())
+                && (value.as_i64().is_some() || !value.to_string().contains('.'))
+            {
+                out.push_str(&i.to_string());
+                return Ok(());
             }
             let f = f64::try_from(value.clone())?;
             if f.is_finite() {
@@ -103,7 +108,9 @@ pub(crate) fn write_json(value: &Value, style: &JsonStyle, depth: usize, out: &m
                 out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" });
             }
         }
-        ValueKind::String => write_string(value.as_str().unwrap_or_default(), style.ensure_ascii, out),
+        ValueKind::String => {
+            write_string(value.as_str().unwrap_or_default(), style.ensure_ascii, out)
+        }
         ValueKind::Seq | ValueKind::Iterable => {
             let items: Vec<Value> = value.try_iter()?.collect();
             if items.is_empty() {

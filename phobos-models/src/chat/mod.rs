@@ -203,9 +203,12 @@ fn environment(now_unix_seconds: Option<i64>) -> Environment<'static> {
     env.set_lstrip_blocks(true);
     env.set_undefined_behavior(UndefinedBehavior::Lenient);
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-    env.add_function("raise_exception", |message: String| -> Result<Value, Error> {
-        Err(Error::new(ErrorKind::InvalidOperation, message))
-    });
+    env.add_function(
+        "raise_exception",
+        |message: String| -> Result<Value, Error> {
+            Err(Error::new(ErrorKind::InvalidOperation, message))
+        },
+    );
     env.add_function("strftime_now", move |pattern: String| -> String {
         let now = now_unix_seconds.unwrap_or_else(unix_now);
         format_unix_time(now, &pattern)
@@ -228,7 +231,12 @@ fn without_generation_tags(source: &str) -> String {
     let mut out = source.to_owned();
     for (tag, replacement) in [("endgeneration", "endif"), ("generation", "if true")] {
         for (open, close) in [("{%-", "-%}"), ("{%-", "%}"), ("{%", "-%}"), ("{%", "%}")] {
-            for inner in [format!(" {tag} "), format!("{tag} "), format!(" {tag}"), tag.to_owned()] {
+            for inner in [
+                format!(" {tag} "),
+                format!("{tag} "),
+                format!(" {tag}"),
+                tag.to_owned(),
+            ] {
                 out = out.replace(
                     &format!("{open}{inner}{close}"),
                     &format!("{open} {replacement} {close}"),

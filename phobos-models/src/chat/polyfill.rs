@@ -49,11 +49,7 @@ pub(crate) fn probe(template: &ChatTemplate) -> Capabilities {
     let mut response = ChatMessage::new("tool", "ResultProbe4e8");
     response.tool_call_id = Some("call_probe".into());
     response.name = Some("ToolProbe9c2".into());
-    let tool_responses = renders_with(
-        template,
-        &[user, call, response],
-        "ResultProbe4e8",
-    );
+    let tool_responses = renders_with(template, &[user, call, response], "ResultProbe4e8");
     Capabilities {
         system_role,
         tool_calls,
@@ -70,7 +66,10 @@ fn tool_calls_as_text(calls: &[ToolCall]) -> String {
 }
 
 /// Message JSON for the template, rewriting what it cannot express.
-pub(crate) fn adapt_messages(messages: &[ChatMessage], caps: &Capabilities) -> Vec<serde_json::Value> {
+pub(crate) fn adapt_messages(
+    messages: &[ChatMessage],
+    caps: &Capabilities,
+) -> Vec<serde_json::Value> {
     let mut adapted: Vec<ChatMessage> = Vec::with_capacity(messages.len());
     let mut pending_system: Option<String> = None;
     for message in messages {

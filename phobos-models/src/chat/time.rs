@@ -2,11 +2,27 @@
 //! strftime directives templates use (e.g. Llama 3.1's "%d %b %Y").
 
 const MONTHS: [&str; 12] = [
-    "January", "February", "March", "April", "May", "June", "July", "August", "September",
-    "October", "November", "December",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
 ];
 const WEEKDAYS: [&str; 7] = [
-    "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
 ];
 
 /// Civil date from days since 1970-01-01 (proleptic Gregorian).
@@ -14,7 +30,8 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let mp = (5 * day_of_year + 2) / 153;
     let day = (day_of_year - (153 * mp + 2) / 5 + 1) as u32;
@@ -30,7 +47,11 @@ pub fn format_unix_time(unix_seconds: i64, pattern: &str) -> String {
     let (year, month, day) = civil_from_days(days);
     // 1970-01-01 was a Thursday (index 3 with Monday = 0).
     let weekday = (days + 3).rem_euclid(7) as usize;
-    let (hour, minute, second) = (seconds_of_day / 3600, seconds_of_day / 60 % 60, seconds_of_day % 60);
+    let (hour, minute, second) = (
+        seconds_of_day / 3600,
+        seconds_of_day / 60 % 60,
+        seconds_of_day % 60,
+    );
     let month_name = MONTHS[(month - 1) as usize];
     let mut out = String::new();
     let mut chars = pattern.chars();
@@ -71,7 +92,10 @@ mod tests {
     fn known_dates() {
         assert_eq!(format_unix_time(0, "%Y-%m-%d %A"), "1970-01-01 Thursday");
         // 2024-07-26 12:34:56 UTC
-        assert_eq!(format_unix_time(1_721_997_296, "%d %b %Y %H:%M:%S"), "26 Jul 2024 12:34:56");
+        assert_eq!(
+            format_unix_time(1_721_997_296, "%d %b %Y %H:%M:%S"),
+            "26 Jul 2024 12:34:56"
+        );
         assert_eq!(format_unix_time(951_782_400, "%Y-%m-%d"), "2000-02-29");
     }
 }

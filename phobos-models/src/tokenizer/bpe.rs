@@ -24,12 +24,13 @@ impl Merges {
             // The separator is the first space after the first character, so a
             // left side that starts with a space stays intact.
             let first_len = line.chars().next().map_or(0, char::len_utf8);
-            let split = line[first_len..].find(' ').map(|i| i + first_len).ok_or_else(|| {
-                TokenizerError::BadMerge {
+            let split = line[first_len..]
+                .find(' ')
+                .map(|i| i + first_len)
+                .ok_or_else(|| TokenizerError::BadMerge {
                     index: rank,
                     line: line.clone(),
-                }
-            })?;
+                })?;
             let left = merges.intern(&line[..split]);
             let right = merges.intern(&line[split + 1..]);
             merges.intern(&format!("{}{}", &line[..split], &line[split + 1..]));
@@ -59,6 +60,9 @@ impl Merges {
         self.ranks.len()
     }
 }
+
+/// (rank, left symbol, right symbol, left string id, right string id).
+type PairCandidate = (u32, usize, usize, u32, u32);
 
 #[derive(Clone, Copy)]
 struct Symbol {
@@ -112,15 +116,20 @@ pub(crate) fn encode_word(
     }
     // Min-heap on (rank, left index); entries carry the ids they were made
     // from so stale ones are recognized when popped.
-    let mut queue: BinaryHeap<Reverse<(u32, usize, usize, u32, u32)>> = BinaryHeap::new();
-    let push_pair = |symbols: &[Symbol], queue: &mut BinaryHeap<_>, left: Option<usize>, right: Option<usize>| {
+    let mut queue: BinaryHeap<Reverse<PairCandidate>> = BinaryHeap::new();
+    let push_pair = |symbols: &[Symbol],
+                     queue: &mut BinaryHeap<_>,
+                     left: Option<usize>,
+                     right: Option<usize>| {
         let (Some(left), Some(right)) = (left, right) else {
             return;
         };
         let (l, r): (Symbol, Symbol) = (symbols[left], symbols[right]);
-        if let (Some(rank), Some(lid), Some(rid)) =
-            (merges.rank(l.string_id, r.string_id), l.string_id, r.string_id)
-        {
+        if let (Some(rank), Some(lid), Some(rid)) = (
+            merges.rank(l.string_id, r.string_id),
+            l.string_id,
+            r.string_id,
+        ) {
             queue.push(Reverse((rank, left, right, lid, rid)));
         }
     };
@@ -129,7 +138,12 @@ pub(crate) fn encode_word(
     }
     while let Some(Reverse((_, left, right, lid, rid))) = queue.pop() {
         let (l, r) = (symbols[left], symbols[right]);
-        if l.len == 0 || r.len == 0 || l.string_id != Some(lid) || r.string_id != Some(rid) || l.next != Some(right) {
+        if l.len == 0
+            || r.len == 0
+            || l.string_id != Some(lid)
+            || r.string_id != Some(rid)
+            || l.next != Some(right)
+        {
             continue;
         }
         let merged_len = l.len + r.len;

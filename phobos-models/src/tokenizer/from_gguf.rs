@@ -1,6 +1,6 @@
 //! Building a tokenizer from a GGUF file's `tokenizer.ggml.*` metadata.
 
-use super::{Tokenizer, TokenizerConfig, TokenizerError, TokenType};
+use super::{TokenType, Tokenizer, TokenizerConfig, TokenizerError};
 use crate::gguf::{Gguf, Value};
 
 fn optional_u32(gguf: &Gguf, key: &str) -> Result<Option<u32>, TokenizerError> {
@@ -23,7 +23,8 @@ impl TokenizerConfig {
     /// Reads the tokenizer metadata of a GGUF file.
     pub fn from_gguf(gguf: &Gguf) -> Result<Self, TokenizerError> {
         let model = gguf.get_str("tokenizer.ggml.model")?;
-        let mut config = TokenizerConfig::new(model, gguf.get_str_array("tokenizer.ggml.tokens")?.to_vec());
+        let mut config =
+            TokenizerConfig::new(model, gguf.get_str_array("tokenizer.ggml.tokens")?.to_vec());
         if gguf.contains_key("tokenizer.ggml.pre") {
             config.pre = Some(gguf.get_str("tokenizer.ggml.pre")?.to_owned());
         }

@@ -315,7 +315,10 @@ impl Tokenizer {
     ) -> Result<Vec<u32>, TokenizerError> {
         let mut out = Vec::with_capacity(text.len() / 3 + 2);
         if add_special && self.add_bos {
-            out.push(self.bos_id.ok_or(TokenizerError::MissingSpecial { role: "bos" })?);
+            out.push(
+                self.bos_id
+                    .ok_or(TokenizerError::MissingSpecial { role: "bos" })?,
+            );
         }
         let fragments = partition(&self.vocab, &self.specials, text, parse_special);
         // SentencePiece adds its space prefix to text at the start and after
@@ -334,12 +337,16 @@ impl Tokenizer {
             }
         }
         if add_special && self.add_eos {
-            out.push(self.eos_id.ok_or(TokenizerError::MissingSpecial { role: "eos" })?);
+            out.push(
+                self.eos_id
+                    .ok_or(TokenizerError::MissingSpecial { role: "eos" })?,
+            );
         }
-        if add_special && self.model == TokenizerModel::WordPiece {
-            if let Some(sep) = self.sep_id {
-                out.push(sep);
-            }
+        if add_special
+            && self.model == TokenizerModel::WordPiece
+            && let Some(sep) = self.sep_id
+        {
+            out.push(sep);
         }
         Ok(out)
     }
@@ -432,10 +439,10 @@ impl Tokenizer {
         if attrs.user_defined {
             return text.as_bytes().to_vec();
         }
-        if attrs.byte {
-            if let Some(byte) = parse_byte_token(text) {
-                return vec![byte];
-            }
+        if attrs.byte
+            && let Some(byte) = parse_byte_token(text)
+        {
+            return vec![byte];
         }
         let spm_style = match self.model {
             TokenizerModel::SentencePiece | TokenizerModel::WordPiece => true,
@@ -498,9 +505,10 @@ fn apply_name_quirks(config: &TokenizerConfig, attrs: &mut [TokenAttrs]) {
         "<｜end▁of▁sentence｜>",
         "<end_of_utterance>",
     ];
-    if let Some(position) = END_OF_TURN.iter().find_map(|eot| {
-        config.tokens.iter().position(|t| t == eot)
-    }) {
+    if let Some(position) = END_OF_TURN
+        .iter()
+        .find_map(|eot| config.tokens.iter().position(|t| t == eot))
+    {
         attrs[position].control = true;
     }
     for (text, attr) in config.tokens.iter().zip(attrs.iter_mut()) {

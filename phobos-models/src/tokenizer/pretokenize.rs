@@ -61,8 +61,8 @@ impl PreTokenizerKind {
             | "minerva-7b" | "mellum2" => (K::Starcoder, false, false),
             "gpt-2" | "phi-2" | "jina-es" | "jina-de" | "gigachat" | "jina-v2-es"
             | "jina-v2-de" | "a.x-4.0" | "mellum" | "modern-bert" | "jina-v1-en"
-            | "jina-v2-code" | "roberta-bpe" | "exaone4" | "mpt" | "olmo" | "jais"
-            | "trillion" | "granite-docling" => (K::Gpt2, false, false),
+            | "jina-v2-code" | "roberta-bpe" | "exaone4" | "mpt" | "olmo" | "jais" | "trillion"
+            | "granite-docling" => (K::Gpt2, false, false),
             "qwen2" | "deepseek-r1-qwen" | "kormo" | "f2llmv2" | "stablelm2" | "hunyuan"
             | "megrez" | "solar-open" | "grok-2" => (K::Qwen2, false, false),
             "qwen35" => (K::Qwen35, false, false),
@@ -108,7 +108,10 @@ enum SplitRule {
     /// A general regex. With `collapsed`, it runs over text where every
     /// non-ASCII code point stands for its category (as llama.cpp does, so
     /// `\p{..}` means llama.cpp's categories, not the regex engine's).
-    Regex { regex: Regex, collapsed: bool },
+    Regex {
+        regex: Regex,
+        collapsed: bool,
+    },
 }
 
 pub(crate) struct PreTokenizer {
@@ -168,7 +171,7 @@ fn collapse_regex(pattern: &str) -> Result<String, TokenizerError> {
             // Keep an escape and the character it escapes together.
             let mut it = rest.char_indices();
             it.next();
-            let next_end = it.nth(0).map(|(i, ch)| i + ch.len_utf8()).unwrap_or(1);
+            let next_end = it.next().map(|(i, ch)| i + ch.len_utf8()).unwrap_or(1);
             out.push_str(&rest[..next_end]);
             rest = &rest[next_end..];
             continue;
@@ -238,7 +241,9 @@ impl PreTokenizer {
                     "\\s?[A-Za-z\u{B5}\u{C0}-\u{D6}\u{D8}-\u{F6}\u{F8}-\u{1BA}\u{1BC}-\u{1BF}\u{1C4}-\u{293}\u{295}-\u{2AF}\u{370}-\u{373}\u{376}\u{377}\u{37B}-\u{37D}\u{37F}\u{386}\u{388}-\u{38A}\u{38C}\u{38E}-\u{3A1}\u{3A3}-\u{3F5}\u{3F7}-\u{481}\u{48A}-\u{52F}\u{531}-\u{556}\u{10A0}-\u{10C5}\u{13A0}-\u{13F5}\u{13F8}-\u{13FD}\u{1C90}-\u{1CBA}\u{1CBD}-\u{1CBF}\u{1D00}-\u{1D2B}\u{1D6B}-\u{1D77}\u{1D79}-\u{1D9A}\u{1E00}-\u{1F15}\u{1F18}-\u{1F1D}\u{1F20}-\u{1F45}\u{1F48}-\u{1F4D}\u{1F50}-\u{1F57}\u{1F59}\u{1F5B}\u{1F5D}\u{1F5F}-\u{1F7D}\u{1F80}-\u{1FB4}\u{1FB6}-\u{1FBC}\u{1FBE}\u{1FC2}-\u{1FC4}\u{1FC6}-\u{1FCC}\u{1FD0}-\u{1FD3}\u{1FD6}-\u{1FDB}\u{1FE0}-\u{1FEC}\u{1FF2}-\u{1FF4}\u{1FF6}-\u{1FFC}",
                     "\u{2102}\u{2107}\u{210A}-\u{2113}\u{2115}\u{2119}-\u{211D}\u{2124}\u{2126}\u{2128}\u{212A}-\u{212D}\u{212F}-\u{2134}\u{2139}\u{213C}-\u{213F}\u{2145}-\u{2149}\u{214E}\u{2183}\u{2184}\u{2C00}-\u{2C7B}\u{2C7E}-\u{2CE4}\u{2CEB}-\u{2CEE}\u{2CF2}\u{2CF3}\u{A640}-\u{A66D}\u{A680}-\u{A69B}\u{A722}-\u{A76F}\u{A771}-\u{A787}\u{A78B}-\u{A78E}\u{AB70}-\u{ABBF}\u{FB00}-\u{FB06}\u{FB13}-\u{FB17}\u{FF21}-\u{FF3A}\u{FF41}-\u{FF5A}\u{10400}-\u{1044F}\u{104B0}-\u{104D3}\u{104D8}-\u{104FB}\u{10C80}-\u{10CB2}\u{10CC0}-\u{10CF2}\u{118A0}-\u{118DF}\u{1E900}-\u{1E943}]+"
                 ))?,
-                regex("\\s?[!-/:-~\u{FF01}-\u{FF0F}\u{FF1A}-\u{FF5E}\u{2018}-\u{201F}\u{3000}-\u{3002}]+")?,
+                regex(
+                    "\\s?[!-/:-~\u{FF01}-\u{FF0F}\u{FF1A}-\u{FF5E}\u{2018}-\u{201F}\u{3000}-\u{3002}]+",
+                )?,
                 regex(r"\s+$")?,
                 regex(CJK_HANGUL)?,
                 regex(r"\p{N}+")?,
@@ -309,16 +314,29 @@ impl PreTokenizer {
                         letters_take_marks,
                     } => split_llama3_family(piece, *max_digits, *letters_take_marks, &mut next),
                     SplitRule::NewlineRuns => split_newline_runs(piece, &mut next),
-                    SplitRule::Regex { regex, collapsed: true } => {
-                        let view = collapsed
-                            .get_or_insert_with(|| chars.iter().map(|&c| collapse_char(c)).collect());
+                    SplitRule::Regex {
+                        regex,
+                        collapsed: true,
+                    } => {
+                        let view = collapsed.get_or_insert_with(|| {
+                            chars.iter().map(|&c| collapse_char(c)).collect()
+                        });
                         split_regex(regex, &view[start..start + len], &mut next)?;
                     }
-                    SplitRule::Regex { regex, collapsed: false } => {
+                    SplitRule::Regex {
+                        regex,
+                        collapsed: false,
+                    } => {
                         let view = plain.get_or_insert_with(|| {
                             chars
                                 .iter()
-                                .map(|&c| if !c.is_ascii() && classify(c).is_whitespace { '\x0B' } else { c })
+                                .map(|&c| {
+                                    if !c.is_ascii() && classify(c).is_whitespace {
+                                        '\x0B'
+                                    } else {
+                                        c
+                                    }
+                                })
                                 .collect()
                         });
                         split_regex(regex, &view[start..start + len], &mut next)?;
@@ -346,7 +364,11 @@ impl PreTokenizer {
 
 /// Cuts one piece with a regex: matches and the gaps between them both
 /// become pieces (lengths in code points).
-fn split_regex(regex: &Regex, piece: &[char], lengths: &mut Vec<usize>) -> Result<(), TokenizerError> {
+fn split_regex(
+    regex: &Regex,
+    piece: &[char],
+    lengths: &mut Vec<usize>,
+) -> Result<(), TokenizerError> {
     let text: String = piece.iter().collect();
     // Byte offset -> code point index within this piece.
     let mut char_index_of_byte = vec![0usize; text.len() + 1];

@@ -102,9 +102,9 @@ pub(crate) fn split_gpt2(chars: &[char], lengths: &mut Vec<usize>) {
         }
         let lead = if c == ' ' { pos + 1 } else { pos };
         let is_other = |p: usize| {
-            piece.class_at(p).is_some_and(|cl| {
-                !(cl.is_whitespace || cl.is_letter() || cl.is_number())
-            })
+            piece
+                .class_at(p)
+                .is_some_and(|cl| !(cl.is_whitespace || cl.is_letter() || cl.is_number()))
         };
         if piece.is_letter(lead) {
             pos = lead;
@@ -185,8 +185,7 @@ pub(crate) fn split_llama3_family(
             pos += cuts.cut(pos + contraction);
             continue;
         }
-        if !(c == '\r' || c == '\n' || piece.is_number(pos)) && (wordish(pos) || wordish(pos + 1))
-        {
+        if !(c == '\r' || c == '\n' || piece.is_number(pos)) && (wordish(pos) || wordish(pos + 1)) {
             pos += 1;
             while wordish(pos) {
                 pos += 1;

@@ -59,7 +59,10 @@ pub(crate) fn encode(vocab: &Vocab, text: &str, out: &mut Vec<u32>) -> Result<()
         }
     }
     let mut queue = BinaryHeap::new();
-    let push_pair = |symbols: &[Symbol], queue: &mut BinaryHeap<Candidate>, left: Option<usize>, right: Option<usize>| {
+    let push_pair = |symbols: &[Symbol],
+                     queue: &mut BinaryHeap<Candidate>,
+                     left: Option<usize>,
+                     right: Option<usize>| {
         let (Some(left), Some(right)) = (left, right) else {
             return;
         };

@@ -79,7 +79,11 @@ pub(crate) fn encode(vocab: &Vocab, text: &str, unk_id: Option<u32>, out: &mut V
             let found = (start + 1..boundaries.len())
                 .rev()
                 .filter(|&end| boundaries[end] - begin <= max_token_len)
-                .find_map(|end| vocab.id(&marked[begin..boundaries[end]]).map(|id| (end, id)));
+                .find_map(|end| {
+                    vocab
+                        .id(&marked[begin..boundaries[end]])
+                        .map(|id| (end, id))
+                });
             match found {
                 Some((end, id)) => {
                     out.push(id);

@@ -1,0 +1,91 @@
+//! `phobos inspect MODEL.gguf [--tensors]`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+use phobos_models::gguf::{Gguf, Value};
+
+/// Values longer than this are cut in the table (templates, long strings).
+const MAX_VALUE_CHARS: usize = 80;
+
+fn short(value: &Value) -> String {
+    let text = match value {
+        Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    };
+    if text.chars().count() > MAX_VALUE_CHARS {
+        let cut: String = text.chars().take(MAX_VALUE_CHARS).collect();
+        format!("{cut}… ({} chars)", text.chars().count())
+    } else {
+        text
+    }
+}
+
+pub fn run(path: &Path, list_tensors: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    let gguf = Gguf::open(path).with_context(|| format!("opening {}", path.display()))?;
+    writeln!(
+        out,
+        "{}: GGUF v{}, {} bytes, alignment {}",
+        path.display(),
+        gguf.version(),
+        gguf.len_bytes(),
+        gguf.alignment()
+    )?;
+    writeln!(out, "\nmetadata ({} keys):", gguf.metadata().len())?;
+    let key_width = gguf.metadata().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (key, value) in gguf.metadata() {
+        writeln!(
+            out,
+            "  {key:<key_width$}  {:<8}  {}",
+            value.value_type().to_string(),
+            short(value)
+        )?;
+    }
+    let mut by_type: BTreeMap<String, (usize, u64, u64)> = BTreeMap::new();
+    let mut n_params = 0u64;
+    let mut n_bytes = 0u64;
+    for info in gguf.tensors() {
+        let entry = by_type.entry(info.ty.to_string()).or_default();
+        entry.0 += 1;
+        entry.1 += info.n_elements;
+        entry.2 += info.n_bytes;
+        n_params += info.n_elements;
+        n_bytes += info.n_bytes;
+    }
+    writeln!(
+        out,
+        "\ntensors: {} ({} parameters, {} bytes)",
+        gguf.tensors().len(),
+        n_params,
+        n_bytes
+    )?;
+    for (ty, (count, elements, bytes)) in &by_type {
+        writeln!(
+            out,
+            "  {ty:<8} {count:>5} tensors  {elements:>14} params  {bytes:>14} bytes"
+        )?;
+    }
+    if list_tensors {
+        writeln!(out, "\ndirectory:")?;
+        let name_width = gguf
+            .tensors()
+            .iter()
+            .map(|t| t.name.len())
+            .max()
+            .unwrap_or(0);
+        for info in gguf.tensors() {
+            let dims: Vec<String> = info.dims.iter().map(u64::to_string).collect();
+            writeln!(
+                out,
+                "  {:<name_width$}  {:<8}  [{}]  offset {}",
+                info.name,
+                info.ty.to_string(),
+                dims.join(", "),
+                info.offset
+            )?;
+        }
+    }
+    Ok(())
+}
