@@ -6,7 +6,14 @@
 use phobos_build::{Source, back::mlir, check_source};
 
 fn emit_example(file: &str) -> String {
-    let path = format!("{}/../examples/kernels/{file}", env!("CARGO_MANIFEST_DIR"));
+    emit_file(&format!(
+        "{}/../examples/kernels/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+}
+
+fn emit_file(path: &str) -> String {
+    let path = path.to_string();
     let text = std::fs::read_to_string(&path).unwrap();
     let module = check_source(&Source::file(path.clone(), text)).unwrap();
     module
@@ -39,3 +46,11 @@ snapshot_example!(gemm_f16, "gemm_f16.ph");
 snapshot_example!(flash_attn_f32, "flash_attn_f32.ph");
 snapshot_example!(flash_attn_f16, "flash_attn_f16.ph");
 snapshot_example!(gla_chunk, "gla_chunk.ph");
+
+#[test]
+fn constructs() {
+    insta::assert_snapshot!(emit_file(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/mlir/constructs.ph"
+    )));
+}
