@@ -29,7 +29,7 @@ pub fn source_hash(text: &str) -> u64 {
 pub fn kernel_module(kernel: &Kernel, hash: u64) -> Result<TokenStream, GenError> {
     let p = private();
     let generator = Generator::new(kernel);
-    let module_name = format_ident!("{}", kernel.name);
+    let module_name = names::public(&kernel.name);
     let kernel_name = &kernel.name;
 
     // Definition data.

@@ -26,8 +26,9 @@ pub fn tune(name: &str) -> Ident {
     format_ident!("t_{}", name)
 }
 
-/// The name a parameter or `Config` field has in the public API: the
-/// kernel's own name when Rust accepts it as an identifier, else prefixed.
+/// The name a kernel module, parameter or `Config` field has in the public
+/// API: the kernel's own name when Rust accepts it as an identifier, else
+/// prefixed with `p_`.
 pub fn public(name: &str) -> Ident {
     if is_rust_keyword(name) {
         format_ident!("p_{}", name)
