@@ -14,7 +14,7 @@ kernel zoo_elementwise(X: tensor<f32>[N], Y: tensor<f32>[N], H: tensor<f16>[N], 
   t += floor(x) + round(x) + sin(x) + cos(x) + min(x, 0.5) + max(x, -0.5) + f32(h) * f32(b)
   let ii = (i << 2) >> 1 ^ (i & 7) | (i % 5) - (i / 3) + abs(i)
   let uu = (u >> 3) + (u % 7) + (u / 2)
-  t += f32(ii) + f32(uu)
+  t += f32(ii) + f32(uu) + f32(i32(x)) + f32(u8(h))
   Y[base :+ B] = where(m && (x > 0.0 || !(x < -1.0)), t, -t)
   Z[base :+ B] += x
   Z[base :+ B] max= t

@@ -566,12 +566,23 @@ impl<'k> Emitter<'k> {
                 self.t.def(tt, format!("arith.{op} {v} : {ft} to {tt}"))
             }
             (true, false) => {
+                // The saturating intrinsics: plain fptosi is poison out of
+                // range, while Rust's `as` (the host) saturates and maps NaN
+                // to 0, which is what these do.
+                let (v, ft) = if ft.bits() < 32 {
+                    (
+                        self.t.def(Ty::F32, format!("arith.extf {v} : {ft} to f32")),
+                        Ty::F32,
+                    )
+                } else {
+                    (v, ft)
+                };
                 let op = if to.is_unsigned_int() {
                     "fptoui"
                 } else {
                     "fptosi"
                 };
-                self.t.def(tt, format!("arith.{op} {v} : {ft} to {tt}"))
+                self.call_intrinsic(&format!("llvm.{op}.sat.{tt}.{ft}"), &[v], tt)
             }
             (false, false) => {
                 if ft.bits() == tt.bits() {

@@ -189,7 +189,7 @@ impl Emitter<'_> {
 
     /// `llvm.call_intrinsic`: bypasses the libdevice patterns of
     /// `convert-gpu-to-nvvm`, so NVPTX selects the instruction itself.
-    fn call_intrinsic(&mut self, name: &str, args: &[Val], result: Ty) -> Val {
+    pub(super) fn call_intrinsic(&mut self, name: &str, args: &[Val], result: Ty) -> Val {
         let names = args
             .iter()
             .map(|a| a.name.as_str())

@@ -374,7 +374,11 @@ impl<'k> Emitter<'k> {
                 .t
                 .def(Ty::I1, format!("arith.cmpi eq, {tid}, {zero} : i32"));
             self.t.open(format!("scf.if {first} {{"));
-            body(self, &At::scalar())?;
+            // Only one thread runs this: nothing cooperative may go here.
+            self.element_loop_depth += 1;
+            let result = body(self, &At::scalar());
+            self.element_loop_depth -= 1;
+            result?;
             self.t.close("}");
         } else {
             self.for_each_owned_element(&extents, &mut body)?;
