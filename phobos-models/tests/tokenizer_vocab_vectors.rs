@@ -1,7 +1,8 @@
 //! llama.cpp's tokenizer test vectors: every `ggml-vocab-*.gguf` that has
 //! `.inp`/`.out` files must tokenize every input to exactly the expected
 //! ids (no BOS/EOS, special tokens not parsed: how llama.cpp's
-//! test-tokenizer-0 runs them). The files come from
+//! test-tokenizer-0 runs them). The vectors are committed under
+//! tests/golden/tokenizer/llama-vocab-vectors/; the vocabularies come from
 //! `scripts/fetch_llama_vocabs.sh`; without them the test says so and skips.
 
 use std::path::{Path, PathBuf};
@@ -58,6 +59,15 @@ struct VocabResult {
     failures: Vec<String>,
 }
 
+fn vectors_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("tests")
+        .join("golden")
+        .join("tokenizer")
+        .join("llama-vocab-vectors")
+}
+
 fn check_vocab(gguf_path: &Path) -> VocabResult {
     let name = gguf_path
         .file_name()
@@ -103,18 +113,28 @@ fn llama_cpp_vocab_vectors() {
         return;
     };
     let filter = std::env::var("PHOBOS_VOCAB_FILTER").unwrap_or_default();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+    // One vocabulary per committed vector set; each must be present.
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(vectors_dir())
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.extension().is_some_and(|e| e == "gguf")
-                && p.with_extension("gguf.inp").exists()
-                && p.with_extension("gguf.out").exists()
-                && p.to_string_lossy().contains(&filter)
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?.strip_suffix(".inp")?.to_owned();
+            Some(dir.join(name))
         })
+        .filter(|p| p.to_string_lossy().contains(&filter))
         .collect();
     paths.sort();
-    assert!(!paths.is_empty(), "no vocab files with vectors in {dir:?}");
+    assert!(
+        !filter.is_empty() || paths.len() >= 15,
+        "expected 15 vector sets, found {}",
+        paths.len()
+    );
+    for path in &paths {
+        assert!(
+            path.exists(),
+            "{path:?} missing: rerun scripts/fetch_llama_vocabs.sh"
+        );
+    }
     let mut all_pass = true;
     for path in &paths {
         let result = check_vocab(path);
