@@ -297,11 +297,51 @@ fn every_lowered_construct_assembles_for_every_chip() {
             for chip in mlir::DEFAULT_CHIPS {
                 let variant = mlir::compile_ptx(kernel, &config, chip, 64)
                     .unwrap_or_else(|e| panic!("{} [{config}] {chip}: {e}", kernel.name));
-                assert!(!variant.ptx.contains("__nv_"), "libdevice call in {}", kernel.name);
+                assert!(
+                    !variant.ptx.contains("__nv_"),
+                    "libdevice call in {}",
+                    kernel.name
+                );
                 if let Some(p) = &ptxas {
                     assemble(p, &variant.ptx, chip, &format!("{}_{config}", kernel.name));
                 }
             }
         }
+    }
+}
+
+/// Variants may be compiled on many threads at once (one MLIR context
+/// each), and the PTX does not depend on which thread or in which order.
+#[test]
+fn parallel_compilation_is_safe_and_deterministic() {
+    let kernels = example_kernels();
+    let jobs: Vec<(&ir::Kernel, &str)> = kernels
+        .iter()
+        .flat_map(|k| mlir::DEFAULT_CHIPS.iter().map(move |c| (k, *c)))
+        .collect();
+    let sequential: Vec<String> = jobs
+        .iter()
+        .map(|(k, chip)| {
+            mlir::compile_ptx(k, &k.default_config(), chip, 32)
+                .unwrap()
+                .ptx
+        })
+        .collect();
+    let parallel: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|(k, chip)| {
+                s.spawn(move || {
+                    mlir::compile_ptx(k, &k.default_config(), chip, 32)
+                        .unwrap()
+                        .ptx
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(sequential.len(), parallel.len());
+    for ((k, chip), (a, b)) in jobs.iter().zip(sequential.iter().zip(&parallel)) {
+        assert_eq!(a, b, "{} on {chip} differs between runs", k.name);
     }
 }
