@@ -34,6 +34,7 @@
 
 mod expr;
 mod math;
+mod memory;
 pub(crate) mod plan;
 mod reduce;
 mod stmt;

@@ -1,13 +1,23 @@
-//! Whole-tile reductions computed by the whole CTA: each thread folds the
-//! elements it owns, warps combine with butterfly shuffles, and one value
-//! per warp meets in shared memory. Used where every thread of the CTA is
-//! at the same statement (not inside an element loop) and the type is one
-//! a shuffle moves (`f32`, `i32`); elsewhere every thread folds serially.
+//! Reductions and contractions: row reductions, `dot`/`dot_t` and `cumsum`
+//! as per-element loops, and whole-tile reductions computed by the whole
+//! CTA: each thread folds the elements it owns, warps combine with
+//! butterfly shuffles, and one value per warp meets in shared memory. The
+//! CTA-wide form is used where every thread is at the same statement (not
+//! inside an element loop) and the type is one a shuffle moves (`f32`,
+//! `i32`); elsewhere every thread folds serially.
 
-use crate::ir::{DType, Expr};
+use crate::ir::{BinOp, Builtin, DType, Expr};
 
-use super::{At, Emitter, expr::Reduce, text::Space, text::Ty, text::Val};
+use super::{At, Emitter, text::Space, text::Ty, text::Val};
 use crate::back::mlir::MlirError;
+
+/// What a reduction combines with.
+#[derive(Clone, Copy)]
+pub(super) enum Reduce {
+    Sum,
+    Max,
+    Min,
+}
 
 impl<'k> Emitter<'k> {
     /// All elements of tile `arg` combined by `how`, as a `dtype` scalar
@@ -81,5 +91,199 @@ impl<'k> Emitter<'k> {
             total = self.combine(how, total, v, dtype)?;
         }
         Ok(total)
+    }
+
+    /// `a op b` for a reduction or elementwise min/max.
+    pub(super) fn combine(
+        &mut self,
+        how: Reduce,
+        a: Val,
+        b: Val,
+        dtype: DType,
+    ) -> Result<Val, MlirError> {
+        let ty = a.ty;
+        if ty.is_float() {
+            return Ok(match how {
+                Reduce::Sum => self.t.def(ty, format!("arith.addf {a}, {b} : {ty}")),
+                Reduce::Max => self.float_intrinsic2("llvm.maxnum", a, b),
+                Reduce::Min => self.float_intrinsic2("llvm.minnum", a, b),
+            });
+        }
+        let unsigned = dtype.is_unsigned_int() || dtype == DType::Bool;
+        let op = match (how, unsigned) {
+            (Reduce::Sum, _) => "arith.addi",
+            (Reduce::Max, true) => "arith.maxui",
+            (Reduce::Max, false) => "arith.maxsi",
+            (Reduce::Min, true) => "arith.minui",
+            (Reduce::Min, false) => "arith.minsi",
+        };
+        Ok(self.t.def(ty, format!("{op} {a}, {b} : {ty}")))
+    }
+
+    /// The identity of a reduction in `dtype`.
+    pub(super) fn reduce_identity(&mut self, how: Reduce, dtype: DType) -> Val {
+        let ty = Ty::of(dtype);
+        match how {
+            Reduce::Sum => self.zero(dtype),
+            Reduce::Max | Reduce::Min if ty.is_float() => {
+                let inf = if matches!(how, Reduce::Max) {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                };
+                self.const_float(inf, ty)
+            }
+            Reduce::Max | Reduce::Min => {
+                let shift = 64 - ty.bits();
+                let unsigned = dtype.is_unsigned_int() || dtype == DType::Bool;
+                let value: i64 = match (how, unsigned) {
+                    (Reduce::Max, true) => 0,
+                    (Reduce::Max, false) => i64::MIN >> shift,
+                    // All ones: the largest unsigned value.
+                    (_, true) => -1,
+                    (_, false) => i64::MAX >> shift,
+                };
+                self.const_int(value, ty)
+            }
+        }
+    }
+
+    /// Opens `scf.for %k = 0 to count` carrying one accumulator; returns
+    /// (loop variable, accumulator, result name).
+    fn open_accumulating_loop(&mut self, count: &Val, init: &Val) -> (Val, Val, String) {
+        let lo = self.const_i32(0);
+        let one = self.const_i32(1);
+        let result = self.t.fresh("v");
+        let k = self.t.fresh("k");
+        let acc = self.t.fresh("acc");
+        self.t.open(format!(
+            "{result} = scf.for {k} = {lo} to {count} step {one} iter_args({acc} = {init}) -> ({}) : i32 {{",
+            init.ty
+        ));
+        (
+            Val {
+                name: k,
+                ty: Ty::I32,
+            },
+            Val {
+                name: acc,
+                ty: init.ty,
+            },
+            result,
+        )
+    }
+
+    fn close_accumulating_loop(&mut self, next: &Val, result: String) -> Val {
+        self.t.line(format!("scf.yield {next} : {}", next.ty));
+        self.t.close("}");
+        Val {
+            name: result,
+            ty: next.ty,
+        }
+    }
+
+    pub(super) fn dot(
+        &mut self,
+        func: Builtin,
+        a: &Expr,
+        b: &Expr,
+        dtype: DType,
+        at: &At,
+    ) -> Result<Val, MlirError> {
+        let (m, n) = match at.idx.as_slice() {
+            [m, n] => (m.clone(), n.clone()),
+            _ => return Err(MlirError::unsupported("`dot` whose result is not rank 2")),
+        };
+        let a_ext = self.extents(a)?;
+        if a_ext.len() != 2 {
+            return Err(MlirError::unsupported(
+                "`dot` of operands that are not rank 2",
+            ));
+        }
+        let count = self.const_i32(a_ext[1]);
+        let init = self.zero(dtype);
+        let (k, acc, result) = self.open_accumulating_loop(&count, &init);
+        let av = self.eval(
+            a,
+            &At {
+                idx: vec![m, k.clone()],
+                slot: None,
+            },
+        )?;
+        let b_idx = if func == Builtin::DotT {
+            vec![n, k]
+        } else {
+            vec![k, n]
+        };
+        let bv = self.eval(
+            b,
+            &At {
+                idx: b_idx,
+                slot: None,
+            },
+        )?;
+        let av = self.convert(av, self.dtype_of(a)?, dtype);
+        let bv = self.convert(bv, self.dtype_of(b)?, dtype);
+        let prod = self.binary(BinOp::Mul, av, bv, dtype)?;
+        let next = self.binary(BinOp::Add, acc, prod, dtype)?;
+        Ok(self.close_accumulating_loop(&next, result))
+    }
+
+    pub(super) fn row_reduce(
+        &mut self,
+        how: Reduce,
+        arg: &Expr,
+        dtype: DType,
+        at: &At,
+    ) -> Result<Val, MlirError> {
+        let ext = self.extents(arg)?;
+        let Some(&cols) = ext.last() else {
+            return Err(MlirError::unsupported("row reduction of a scalar"));
+        };
+        let count = self.const_i32(cols);
+        let init = self.reduce_identity(how, dtype);
+        let (c, acc, result) = self.open_accumulating_loop(&count, &init);
+        let mut idx: Vec<Val> = at.idx.iter().take(ext.len() - 1).cloned().collect();
+        idx.push(c);
+        let v = self.eval(arg, &At { idx, slot: None })?;
+        let v = self.convert(v, self.dtype_of(arg)?, dtype);
+        let next = self.combine(how, acc, v, dtype)?;
+        Ok(self.close_accumulating_loop(&next, result))
+    }
+
+    pub(super) fn serial_reduce_all(
+        &mut self,
+        how: Reduce,
+        arg: &Expr,
+        dtype: DType,
+    ) -> Result<Val, MlirError> {
+        let ext = self.extents(arg)?;
+        let n: i64 = ext.iter().product();
+        let count = self.const_i32(n);
+        let init = self.reduce_identity(how, dtype);
+        let (i, acc, result) = self.open_accumulating_loop(&count, &init);
+        let idx = self.delinearize(&i, &ext);
+        let v = self.eval(arg, &At { idx, slot: None })?;
+        let v = self.convert(v, self.dtype_of(arg)?, dtype);
+        let next = self.combine(how, acc, v, dtype)?;
+        Ok(self.close_accumulating_loop(&next, result))
+    }
+
+    pub(super) fn cumsum(&mut self, arg: &Expr, dtype: DType, at: &At) -> Result<Val, MlirError> {
+        let Some(row) = at.idx.first().cloned() else {
+            return Err(MlirError::unsupported("`cumsum` of a scalar"));
+        };
+        let one = self.const_i32(1);
+        let count = self
+            .t
+            .def(Ty::I32, format!("arith.addi {row}, {one} : i32"));
+        let init = self.zero(dtype);
+        let (i, acc, result) = self.open_accumulating_loop(&count, &init);
+        let mut idx = vec![i];
+        idx.extend(at.idx.iter().skip(1).cloned());
+        let v = self.eval(arg, &At { idx, slot: None })?;
+        let v = self.convert(v, self.dtype_of(arg)?, dtype);
+        let next = self.combine(Reduce::Sum, acc, v, dtype)?;
+        Ok(self.close_accumulating_loop(&next, result))
     }
 }

@@ -5,8 +5,8 @@ use crate::ir::{BinOp, Builtin, Expr, ExprKind, LocalId, Slice, Stmt, StmtKind, 
 
 use super::{
     At, Emitter, Hoisted, LocalHome,
-    expr::Reduce,
     plan::{self, TileHome},
+    reduce::Reduce,
     text::{Space, Ty, Val},
 };
 use crate::back::mlir::MlirError;
