@@ -63,6 +63,63 @@ impl ChatMessage {
         }
     }
 
+    /// Reads one message in OpenAI chat format. `content` may be a string,
+    /// null, or a list of parts (text parts are joined); tool-call arguments
+    /// given as a JSON string are parsed.
+    pub fn from_openai_json(value: &serde_json::Value) -> Result<Self, ChatTemplateError> {
+        let field = |name: &str| value.get(name).and_then(serde_json::Value::as_str);
+        let role = field("role")
+            .ok_or_else(|| ChatTemplateError::Other("message without a string 'role'".into()))?;
+        let content = match value.get("content") {
+            None | Some(serde_json::Value::Null) => String::new(),
+            Some(serde_json::Value::String(text)) => text.clone(),
+            Some(serde_json::Value::Array(parts)) => parts
+                .iter()
+                .filter_map(|part| part.get("text").and_then(serde_json::Value::as_str))
+                .collect::<Vec<_>>()
+                .join(""),
+            Some(other) => {
+                return Err(ChatTemplateError::Other(format!(
+                    "message content must be a string or a list of parts, not {other}"
+                )));
+            }
+        };
+        let mut message = ChatMessage::new(role, &content);
+        if let Some(calls) = value
+            .get("tool_calls")
+            .and_then(serde_json::Value::as_array)
+        {
+            for call in calls {
+                let function = call.get("function").unwrap_or(call);
+                let name = function
+                    .get("name")
+                    .and_then(serde_json::Value::as_str)
+                    .ok_or_else(|| {
+                        ChatTemplateError::Other("tool call without a function name".into())
+                    })?;
+                let arguments = match function.get("arguments") {
+                    Some(serde_json::Value::String(text)) => serde_json::from_str(text)
+                        .unwrap_or_else(|_| serde_json::Value::String(text.clone())),
+                    Some(other) => other.clone(),
+                    None => serde_json::json!({}),
+                };
+                message.tool_calls.push(ToolCall {
+                    id: call
+                        .get("id")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("")
+                        .into(),
+                    name: name.into(),
+                    arguments,
+                });
+            }
+        }
+        message.tool_call_id = field("tool_call_id").map(str::to_owned);
+        message.name = field("name").map(str::to_owned);
+        message.reasoning_content = field("reasoning_content").map(str::to_owned);
+        Ok(message)
+    }
+
     /// The message as templates see it (OpenAI chat format).
     pub fn to_json(&self) -> serde_json::Value {
         let mut map = serde_json::Map::new();

@@ -126,3 +126,45 @@ pub(crate) fn adapt_messages(
     }
     merged.iter().map(ChatMessage::to_json).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openai_messages_parse_with_string_arguments() {
+        let message = ChatMessage::from_openai_json(&serde_json::json!({
+            "role": "assistant",
+            "content": null,
+            "tool_calls": [{"id": "c1", "type": "function",
+                            "function": {"name": "f", "arguments": "{\"x\": 1}"}}]
+        }))
+        .unwrap();
+        assert_eq!(message.content, "");
+        assert_eq!(message.tool_calls[0].arguments, serde_json::json!({"x": 1}));
+        let parts = ChatMessage::from_openai_json(&serde_json::json!({
+            "role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+        }))
+        .unwrap();
+        assert_eq!(parts.content, "ab");
+        assert!(ChatMessage::from_openai_json(&serde_json::json!({"content": "x"})).is_err());
+    }
+
+    #[test]
+    fn system_is_folded_into_the_first_user_turn_when_unsupported() {
+        let caps = Capabilities {
+            system_role: false,
+            ..Capabilities::all()
+        };
+        let adapted = adapt_messages(
+            &[
+                ChatMessage::new("system", "S"),
+                ChatMessage::new("user", "U"),
+            ],
+            &caps,
+        );
+        assert_eq!(adapted.len(), 1);
+        assert_eq!(adapted[0]["role"], "user");
+        assert_eq!(adapted[0]["content"], "S\nU");
+    }
+}

@@ -294,6 +294,20 @@ impl Tokenizer {
     pub fn adds_eos(&self) -> bool {
         self.add_eos
     }
+    /// Tokens that end generation: EOS plus the end-of-turn tokens llama.cpp
+    /// recognizes by name (`<|eot_id|>`, `<|im_end|>`, `<end_of_turn>`, ...).
+    pub fn end_of_generation_ids(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = self.eos_id.into_iter().collect();
+        for text in END_OF_TURN.iter().chain(["<|eom_id|>"].iter()) {
+            if let Some(id) = self.vocab.id(text)
+                && !ids.contains(&id)
+            {
+                ids.push(id);
+            }
+        }
+        ids
+    }
+
     pub fn token_text(&self, id: u32) -> Option<&str> {
         self.vocab.texts.get(id as usize).map(String::as_str)
     }
@@ -491,20 +505,22 @@ fn parse_byte_token(text: &str) -> Option<u8> {
 /// Attribute fixes llama.cpp applies by name: end-of-turn style tokens are
 /// control tokens even when the file forgot to say so, and Phi-3's special
 /// tokens swallow the whitespace after them.
+/// Token texts llama.cpp treats as end-of-turn markers.
+const END_OF_TURN: &[&str] = &[
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|end_of_text|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "<｜end▁of▁sentence｜>",
+    "<end_of_utterance>",
+];
+
 fn apply_name_quirks(config: &TokenizerConfig, attrs: &mut [TokenAttrs]) {
-    const END_OF_TURN: &[&str] = &[
-        "<|eot_id|>",
-        "<|im_end|>",
-        "<|end|>",
-        "<end_of_turn>",
-        "<|endoftext|>",
-        "<|end_of_text|>",
-        "<EOT>",
-        "_<EOT>",
-        "[EOT]",
-        "<｜end▁of▁sentence｜>",
-        "<end_of_utterance>",
-    ];
     if let Some(position) = END_OF_TURN
         .iter()
         .find_map(|eot| config.tokens.iter().position(|t| t == eot))
