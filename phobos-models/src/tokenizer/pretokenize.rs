@@ -30,6 +30,13 @@ pub enum PreTokenizerKind {
     Gpt4o,
     SeedCoder,
     Whitespace,
+    MiniCpm5,
+    BailingMoe,
+    Ufakzeka,
+    ExaoneMoe,
+    Spark25,
+    Youtu,
+    Laguna,
 }
 
 /// Behaviour that comes with a pre-tokenizer name besides its regexes.
@@ -55,7 +62,7 @@ impl PreTokenizerKind {
             "dbrx" | "smaug-bpe" => (K::Llama3, false, false),
             "deepseek-llm" => (K::DeepseekLlm, false, false),
             "deepseek-coder" => (K::DeepseekCoder, false, false),
-            "deepseek-v3" | "hunyuan-dense" | "joyai-llm" => (K::Deepseek3, false, false),
+            "deepseek-v3" | "hunyuan-dense" | "joyai-llm" | "hy_v4" => (K::Deepseek3, false, false),
             "falcon" => (K::Falcon, false, false),
             "starcoder" | "refact" | "command-r" | "smollm" | "codeshell" | "exaone"
             | "minerva-7b" | "mellum2" => (K::Starcoder, false, false),
@@ -72,9 +79,16 @@ impl PreTokenizerKind {
             "glm4" | "glm5" => (K::ChatGlm4, true, false),
             "gemma4" | "granite-embed-multi-311m" => (K::Gemma4, false, false),
             "tekken" => (K::Tekken, true, true),
-            "gpt-4o" | "llama4" | "kanana2" | "minimax-m2" => (K::Gpt4o, false, false),
+            "gpt-4o" | "llama4" | "kanana2" | "talkie" | "minimax-m2" => (K::Gpt4o, false, false),
             "seed-coder" => (K::SeedCoder, false, false),
             "whitespace" => (K::Whitespace, false, false),
+            "minicpm5" => (K::MiniCpm5, true, false),
+            "bailingmoe" | "bailingmoe2" | "llada-moe" => (K::BailingMoe, false, false),
+            "ufakzeka" => (K::Ufakzeka, false, false),
+            "exaone-moe" => (K::ExaoneMoe, false, false),
+            "spark2_5" => (K::Spark25, false, false),
+            "youtu" => (K::Youtu, true, false),
+            "laguna" => (K::Laguna, false, false),
             _ => return None,
         };
         Some(PreTokenizerTraits {
@@ -284,12 +298,50 @@ impl PreTokenizer {
                 r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
             )?],
             K::Gpt4o => vec![regex(
-                r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+                r##"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"##,
             )?],
             K::SeedCoder => vec![regex(
                 r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+",
             )?],
             K::Whitespace => vec![regex(r"\S+")?],
+            K::MiniCpm5 => vec![
+                regex(r##"\p{N}{1,3}"##)?,
+                regex(
+                    r##"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"##,
+                )?,
+            ],
+            K::BailingMoe => vec![regex(
+                r##"'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"##,
+            )?],
+            K::Ufakzeka => vec![regex(
+                r##"[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"##,
+            )?],
+            K::ExaoneMoe => vec![regex(
+                r##"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+"##,
+            )?],
+            K::Spark25 => vec![
+                regex(r##"\p{N}{1,3}"##)?,
+                regex("[\u{4E00}-\u{9FA5}\u{3040}-\u{309F}\u{30A0}-\u{30FF}]+")?,
+                regex(
+                    r##"[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+|[\r\n]|\s+(?!\S)|\s+"##,
+                )?,
+                regex(r##"\p{N}"##)?,
+            ],
+            K::Youtu => vec![
+                regex(
+                    "[\u{AC00}-\u{D7A3}\u{3131}-\u{318E}]+|[\u{FF01}\u{2026}\u{201C}\u{201D}\u{2018}\u{2019}\u{2014}\u{FF1A}\u{FF1B}\u{FF0C}\u{3001}-\u{303F}\u{FE30}-\u{FE4F}]+|[\u{3105}-\u{312F}]+|[\u{4E00}-\u{9FA5}\u{3040}-\u{309F}\u{30A0}-\u{30FF}]+",
+                )?,
+                regex(
+                    r##"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"##,
+                )?,
+            ],
+            K::Laguna => vec![
+                SplitRule::NewlineRuns,
+                SplitRule::Llama3Family {
+                    max_digits: 1,
+                    letters_take_marks: false,
+                },
+            ],
         };
         // The constants document which regexes the hand-written rules stand for.
         debug_assert!(!GPT2_WORDS.is_empty() && !LLAMA3_WORDS.is_empty());
@@ -443,6 +495,13 @@ mod tests {
             K::Gpt4o,
             K::SeedCoder,
             K::Whitespace,
+            K::MiniCpm5,
+            K::BailingMoe,
+            K::Ufakzeka,
+            K::ExaoneMoe,
+            K::Spark25,
+            K::Youtu,
+            K::Laguna,
         ] {
             let pre = PreTokenizer::new(kind).unwrap();
             let words = pre.split("Hello, world! 123 ünï 漢字\n\n  x").unwrap();
