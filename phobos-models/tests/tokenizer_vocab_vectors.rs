@@ -5,6 +5,8 @@
 //! tests/golden/tokenizer/llama-vocab-vectors/; the vocabularies come from
 //! `scripts/fetch_llama_vocabs.sh`; without them the test says so and skips.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use phobos_models::gguf::Gguf;
@@ -106,9 +108,8 @@ fn check_vocab(gguf_path: &Path) -> VocabResult {
 #[test]
 fn llama_cpp_vocab_vectors() {
     let Some(dir) = vocab_dir() else {
-        eprintln!(
-            "SKIP: llama.cpp vocab files not found; run scripts/fetch_llama_vocabs.sh \
-             (or set PHOBOS_LLAMA_VOCABS)"
+        common::missing_test_data(
+            "llama.cpp vocab files (models/llama-vocabs or PHOBOS_LLAMA_VOCABS)",
         );
         return;
     };
