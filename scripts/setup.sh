@@ -16,6 +16,14 @@ if [ ${#missing[@]} -gt 0 ]; then
     need_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
 
+# The test-data fetch (scripts/fetch_test_data.sh) needs pip and venv, which
+# Debian packages apart from python3.
+if ! python3 -m pip --version >/dev/null 2>&1 || ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
+    echo "setup: installing python3-pip python3-venv"
+    need_sudo apt-get update -qq
+    need_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip python3-venv
+fi
+
 if ! command -v cargo >/dev/null 2>&1; then
     if [ -x "$HOME/.cargo/bin/cargo" ]; then
         export PATH="$HOME/.cargo/bin:$PATH"
