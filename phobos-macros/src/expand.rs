@@ -3,19 +3,48 @@
 use proc_macro2::{Ident, Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
 
-use phobos_build::back::host;
+use phobos_build::back::host::{self, EmbeddedPtx};
 use phobos_build::diag::{Diagnostic, Diagnostics};
+use phobos_build::ir::Module;
 use phobos_build::span::SourceMap;
 use phobos_build::{Source, check};
 
 use crate::error::MacroError;
 use crate::source_file::read_kernel_file;
 
+/// How kernels become PTX in this build: [`crate::ptx::Settings`] with
+/// feature `ptx`, nothing without.
+#[cfg(feature = "ptx")]
+pub type PtxSettings = crate::ptx::Settings;
+
+/// How kernels become PTX in this build: not at all (feature `ptx` is off).
+#[cfg(not(feature = "ptx"))]
+#[derive(Clone, Debug, Default)]
+pub struct PtxSettings;
+
+fn ptx_settings_from_env() -> PtxSettings {
+    #[cfg(feature = "ptx")]
+    return crate::ptx::Settings::from_env();
+    #[cfg(not(feature = "ptx"))]
+    return PtxSettings;
+}
+
 /// `kernel! { ... }`.
 pub fn inline(input: TokenStream) -> TokenStream {
+    inline_with(input, &ptx_settings_from_env())
+}
+
+/// [`inline`] with explicit PTX settings (tests point the cache elsewhere).
+pub fn inline_with(input: TokenStream, settings: &PtxSettings) -> TokenStream {
     let source_text = input.to_string();
     let fallback_names = kernel_names_in_tokens(&input);
-    compile(&Source::Tokens(input), &source_text, None, &fallback_names)
+    compile(
+        &Source::Tokens(input),
+        &source_text,
+        None,
+        &fallback_names,
+        settings,
+    )
 }
 
 /// `kernel_file!("path.ph")`.
@@ -39,17 +68,25 @@ pub fn file(input: TokenStream) -> TokenStream {
     let track =
         quote_spanned!(literal.span()=> const _: &[u8] = ::core::include_bytes!(#absolute););
     let source = Source::file(relative, kernel_file.text.clone());
-    let modules = compile(&source, &kernel_file.text, Some(literal.span()), &[]);
+    let modules = compile(
+        &source,
+        &kernel_file.text,
+        Some(literal.span()),
+        &[],
+        &ptx_settings_from_env(),
+    );
     quote!(#track #modules)
 }
 
-/// Front end, checker, host back end; errors become `compile_error!`s at
-/// `report_at` when given (file sources) or at the offending tokens.
+/// Front end, checker, PTX (feature `ptx`), host back end; errors become
+/// `compile_error!`s at `report_at` when given (file sources) or at the
+/// offending tokens.
 fn compile(
     source: &Source,
     source_text: &str,
     report_at: Option<Span>,
     fallback_names: &[Ident],
+    settings: &PtxSettings,
 ) -> TokenStream {
     let (program, source_map) = match phobos_build::parse(source) {
         Ok(parsed) => parsed,
@@ -64,7 +101,11 @@ fn compile(
         Ok(module) => module,
         Err(errors) => return report(&Diagnostics::new(source_map, errors), report_at, &names),
     };
-    match host::generate(&module, source_text) {
+    let mut ptx = match embedded_ptx(&module, source_text, settings) {
+        Ok(ptx) => ptx.into_iter(),
+        Err(errors) => return report(&Diagnostics::new(source_map, errors), report_at, &names),
+    };
+    match host::generate_with_ptx(&module, source_text, |_| ptx.next().flatten()) {
         Ok(tokens) => tokens,
         Err(errors) => {
             let errors = errors
@@ -74,6 +115,39 @@ fn compile(
             report(&Diagnostics::new(source_map, errors), report_at, &names)
         }
     }
+}
+
+/// Per kernel in module order, its PTX (`None` without feature `ptx`).
+#[cfg(feature = "ptx")]
+fn embedded_ptx(
+    module: &Module,
+    source_text: &str,
+    settings: &PtxSettings,
+) -> Result<Vec<Option<EmbeddedPtx>>, Vec<Diagnostic>> {
+    let hash = host::source_hash(source_text);
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for kernel in &module.kernels {
+        match crate::ptx::build_kernel(kernel, hash, settings) {
+            Ok(build) => out.push(Some(build.embedded)),
+            Err(error) => errors.push(Diagnostic::error(kernel.span, error.0)),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Per kernel in module order, its PTX (`None` without feature `ptx`).
+#[cfg(not(feature = "ptx"))]
+fn embedded_ptx(
+    module: &Module,
+    _source_text: &str,
+    _settings: &PtxSettings,
+) -> Result<Vec<Option<EmbeddedPtx>>, Vec<Diagnostic>> {
+    Ok(module.kernels.iter().map(|_| None).collect())
 }
 
 /// Every error as a spanned `compile_error!`, plus an empty module per
@@ -175,6 +249,40 @@ mod tests {
         assert!(out.contains("include_bytes"), "{out}");
         assert!(out.contains("pub mod saxpy"), "{out}");
         assert!(!out.contains("compile_error"), "{out}");
+    }
+
+    /// An unchanged kernel expanded again compiles nothing: counted from
+    /// the cache's own log, as a rebuild of a crate would.
+    #[cfg(feature = "ptx")]
+    #[test]
+    fn a_second_expansion_compiles_zero_variants() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = PtxSettings {
+            chips: vec!["sm_75".into(), "sm_90".into()],
+            index_bits: vec![32],
+            cache: Some(crate::ptx::cache::Cache::new(dir.path().join("ptx"))),
+            jobs: 2,
+        };
+        let source = "@autotune(BLOCK in [64, 128]) @grid(cdiv(N, BLOCK)) kernel twice(x: tensor<f32>[N], y: tensor<f32>[N]) {\n let i = program_id(0) * BLOCK\n y[i :+ BLOCK] = x[i :+ BLOCK] * 2.0\n }";
+        let first = inline_with(source.parse().unwrap(), &settings).to_string();
+        let second = inline_with(source.parse().unwrap(), &settings).to_string();
+        assert!(!first.contains("compile_error"), "{first}");
+        assert!(first.contains("ARTIFACT") && first.contains("ptx_built : true"));
+        assert_eq!(first, second, "cached PTX must embed the same bytes");
+
+        let log = std::fs::read_to_string(dir.path().join("ptx").join("build.log")).unwrap();
+        let counts: Vec<(usize, usize)> = log
+            .lines()
+            .map(|line| (count(line, "compiled="), count(line, "cached=")))
+            .collect();
+        // BLOCK in [64, 128] is 2 configs, times 2 chips.
+        assert_eq!(counts, [(4, 0), (0, 4)], "{log}");
+    }
+
+    #[cfg(feature = "ptx")]
+    fn count(line: &str, field: &str) -> usize {
+        let start = line.find(field).unwrap() + field.len();
+        line[start..].split(' ').next().unwrap().parse().unwrap()
     }
 
     #[test]

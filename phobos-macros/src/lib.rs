@@ -11,6 +11,8 @@
 
 mod error;
 mod expand;
+#[cfg(feature = "ptx")]
+mod ptx;
 mod source_file;
 
 use proc_macro::TokenStream;

@@ -11,6 +11,7 @@ extern crate self as phobos;
 
 pub use phobos_macros::{kernel, kernel_file};
 
+pub mod artifact;
 mod device;
 mod dtype;
 mod element;
@@ -32,6 +33,7 @@ pub use half::{bf16, f16};
 /// Paths used by macro-generated code. Not a stable API for hand-written code.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::artifact;
     pub use crate::host;
     pub use crate::{
         Bits, CastTo, DType, Device, DotElement, Element, Error, Float, Int, Num, Result, Shape,

@@ -26,7 +26,12 @@ pub fn source_hash(text: &str) -> u64 {
     })
 }
 
-pub fn kernel_module(kernel: &Kernel, hash: u64) -> Result<TokenStream, GenError> {
+/// The module of `kernel`; `artifact` (the `ARTIFACT` static) goes inside it.
+pub fn kernel_module(
+    kernel: &Kernel,
+    hash: u64,
+    artifact: TokenStream,
+) -> Result<TokenStream, GenError> {
     let p = private();
     let generator = Generator::new(kernel);
     let module_name = names::public(&kernel.name);
@@ -209,6 +214,8 @@ pub fn kernel_module(kernel: &Kernel, hash: u64) -> Result<TokenStream, GenError
                 #host_fn
             }
 
+            #artifact
+
             #slice_helper
         }
     })
@@ -386,7 +393,7 @@ fn param_type_text(param: &Param) -> String {
 }
 
 /// A grid expression back in source form, for the kernel definition.
-fn expr_text(e: &Expr) -> String {
+pub(super) fn expr_text(e: &Expr) -> String {
     match &e.kind {
         ExprKind::Int(v) => v.to_string(),
         ExprKind::Float(v) => v.to_string(),

@@ -5,8 +5,9 @@
 //! [`generate`] turns a checked [`ir::Module`](crate::ir::Module) into one
 //! Rust module per kernel holding the kernel's definition as data (name,
 //! source hash, parameters, tune space, grid rule), its `Config`, the typed
-//! launchers `launch` / `launch_with`, and the host implementation that runs
-//! every program of the grid in parallel.
+//! launchers `launch` / `launch_with`, the host implementation that runs
+//! every program of the grid in parallel, and `ARTIFACT` ([`artifact`]):
+//! the embedded PTX variants and what the GPU runtime needs to launch them.
 //!
 //! Within a program, rank-0 values are plain Rust scalars and everything
 //! else is a `Tile<T>`; tile shapes are computed at run time from the chosen
@@ -14,6 +15,7 @@
 //! path in the output goes through `::phobos::__private`, which the facade
 //! crate and phobos-rt (via `extern crate self as phobos`) both provide.
 
+pub mod artifact;
 mod expr;
 mod launcher;
 mod names;
@@ -30,6 +32,7 @@ use proc_macro2::TokenStream;
 use crate::ir::{Expr, Kernel, Local, LocalId, Module, Stmt};
 use crate::span::Span;
 
+pub use artifact::{EmbeddedPtx, EmbeddedVariant, PrunedVariant};
 pub use launcher::source_hash;
 
 /// Something the host back end cannot generate, at a span of the kernel.
@@ -60,11 +63,23 @@ impl std::error::Error for GenError {}
 /// written (hashed into each kernel's definition, so caches keyed by it
 /// miss when the source changes). Errors are collected for every kernel.
 pub fn generate(module: &Module, source_text: &str) -> Result<TokenStream, Vec<GenError>> {
+    generate_with_ptx(module, source_text, |_| None)
+}
+
+/// [`generate`], with each kernel's `ARTIFACT` carrying the PTX that
+/// `ptx_for(kernel)` returns (`None`: built without PTX).
+pub fn generate_with_ptx(
+    module: &Module,
+    source_text: &str,
+    mut ptx_for: impl FnMut(&Kernel) -> Option<EmbeddedPtx>,
+) -> Result<TokenStream, Vec<GenError>> {
     let hash = source_hash(source_text);
     let mut out = TokenStream::new();
     let mut errors = Vec::new();
     for kernel in &module.kernels {
-        match launcher::kernel_module(kernel, hash) {
+        let ptx = ptx_for(kernel);
+        let artifact = artifact::artifact_static(kernel, hash, ptx.as_ref());
+        match launcher::kernel_module(kernel, hash, artifact) {
             Ok(tokens) => out.extend(tokens),
             Err(error) => errors.push(error),
         }
