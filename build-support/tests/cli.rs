@@ -70,11 +70,52 @@ fn source_errors_render_and_exit_1() {
     );
 }
 
+const SAXPY: &str = "../examples/kernels/saxpy.ph";
+
+#[cfg(not(feature = "ptx"))]
 #[test]
-fn ptx_is_not_built_yet() {
-    let (code, _, err) = run(&[FEATURES, "--emit", "ptx"]);
+fn ptx_needs_the_feature() {
+    let (code, _, err) = run(&[SAXPY, "--emit", "ptx"]);
     assert_ne!(code, 0);
-    assert!(err.contains("not built yet"), "{err}");
+    assert!(err.contains("feature `ptx`"), "{err}");
+}
+
+#[cfg(feature = "ptx")]
+#[test]
+fn emits_ptx_for_a_chip_index_width_and_config_to_a_file() {
+    let out = temp_file("saxpy.ptx", "");
+    let (code, stdout, err) = run(&[
+        SAXPY,
+        "--emit",
+        "ptx",
+        "--chip",
+        "sm_75",
+        "--index-bits",
+        "64",
+        "--config",
+        "BLOCK=1024",
+        "-o",
+        &out,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(err.contains("BLOCK=1024"), "{err}");
+    let ptx = std::fs::read_to_string(&out).unwrap();
+    assert!(ptx.contains(".target sm_75"), "{ptx}");
+    assert!(ptx.contains(".entry saxpy"), "{ptx}");
+}
+
+#[test]
+fn ptx_rejects_configs_outside_the_tune_space() {
+    let (code, _, err) = run(&[SAXPY, "--emit", "ptx", "--config", "BLOCK=3"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("not in the tune space"), "{err}");
+    let (code, _, err) = run(&[SAXPY, "--emit", "ptx", "--config", "NOPE=3"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no tune parameter `NOPE`"), "{err}");
+    let (code, _, err) = run(&[FEATURES, "--emit", "ptx", "--kernel", "absent"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no kernel of that name"), "{err}");
 }
 
 #[test]
