@@ -13,6 +13,8 @@ test: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	scripts/fetch_test_data.sh
+	# ptxas (PyPI) assembles every embedded PTX variant; missing it fails the tests.
+	PHOBOS_PTXAS="$$(scripts/setup_ptxas.sh)" PHOBOS_REQUIRE_PTXAS=1 \
 	PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --workspace --locked --no-fail-fast
 
 serve: setup

@@ -34,3 +34,6 @@ if ! command -v cargo >/dev/null 2>&1; then
     fi
 fi
 rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt
+
+# LLVM/MLIR 22 for the `ptx` feature (on by default in the facade).
+"$(dirname "$0")/setup_llvm.sh"
