@@ -105,6 +105,28 @@ fn every_config_and_chip_is_a_variant_or_pruned_with_a_reason() {
             assert!(!pruned.reason.is_empty(), "{pruned:?}");
         }
     }
+    print_sizes();
+}
+
+/// Variants, pruned pairs and embedded bytes per kernel (BENCHMARKS.md
+/// quotes this; run with `--nocapture`).
+fn print_sizes() {
+    let (mut total_raw, mut total_lz4, mut total_variants) = (0, 0, 0);
+    eprintln!("kernel | configs | variants | pruned | PTX bytes | embedded (lz4) bytes");
+    for (artifact, configs) in artifacts() {
+        let raw: usize = artifact.variants.iter().map(|v| v.ptx_len_bytes).sum();
+        let lz4: usize = artifact.variants.iter().map(|v| v.ptx_lz4.len()).sum();
+        eprintln!(
+            "{} | {configs} | {} | {} | {raw} | {lz4}",
+            artifact.name,
+            artifact.variants.len(),
+            artifact.pruned.len()
+        );
+        total_raw += raw;
+        total_lz4 += lz4;
+        total_variants += artifact.variants.len();
+    }
+    eprintln!("total | | {total_variants} | | {total_raw} | {total_lz4}");
 }
 
 #[test]

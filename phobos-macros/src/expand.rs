@@ -101,6 +101,15 @@ fn compile(
         Ok(module) => module,
         Err(errors) => return report(&Diagnostics::new(source_map, errors), report_at, &names),
     };
+    // Host back end errors first (the same ones with or without `ptx`), so
+    // PTX is only compiled for kernels that are otherwise fine.
+    if let Err(errors) = host::generate(&module, source_text) {
+        let errors = errors
+            .into_iter()
+            .map(|e| Diagnostic::error(e.span, e.message))
+            .collect();
+        return report(&Diagnostics::new(source_map, errors), report_at, &names);
+    }
     let mut ptx = match embedded_ptx(&module, source_text, settings) {
         Ok(ptx) => ptx.into_iter(),
         Err(errors) => return report(&Diagnostics::new(source_map, errors), report_at, &names),

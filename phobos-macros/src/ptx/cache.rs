@@ -99,7 +99,7 @@ impl Cache {
             std::process::id(),
             std::thread::current().id()
         )
-        .replace(|c: char| c == '(' || c == ')', "");
+        .replace(['(', ')'], "");
         let temp = PathBuf::from(unique);
         let result = (|| {
             let mut file = std::fs::File::create(&temp)?;

@@ -20,24 +20,26 @@ pub struct AbiParam {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AbiParamKind {
-    /// A global pointer; `dims` are symbolic names or decimal literals.
-    Tensor {
+    /// A tensor, passed as a global pointer to its first element; `dims`
+    /// are symbolic names or decimal literals. (Not named `Tensor`, which
+    /// would make rustc print `phobos::Tensor` in users' type errors.)
+    Pointer {
         /// Element type as written in the kernel language (`f32`, `bf16`, ...).
         elem: &'static str,
         dims: &'static [&'static str],
         /// Written by the kernel (launched with `&mut Tensor`).
         written: bool,
     },
-    /// Passed by value.
-    Scalar { dtype: &'static str },
+    /// A scalar, passed by value.
+    Value { dtype: &'static str },
 }
 
 impl AbiParam {
     /// Rank of a tensor parameter; 0 for a scalar.
     pub fn rank(&self) -> usize {
         match self.kind {
-            AbiParamKind::Tensor { dims, .. } => dims.len(),
-            AbiParamKind::Scalar { .. } => 0,
+            AbiParamKind::Pointer { dims, .. } => dims.len(),
+            AbiParamKind::Value { .. } => 0,
         }
     }
 }

@@ -90,11 +90,11 @@ pub fn artifact_static(
                     Dim::Sym(s) => s.clone(),
                     Dim::Lit(v) => v.to_string(),
                 });
-                quote!(#a::AbiParamKind::Tensor { elem: #elem, dims: &[#(#dims),*], written: #written })
+                quote!(#a::AbiParamKind::Pointer { elem: #elem, dims: &[#(#dims),*], written: #written })
             }
             ParamKind::Scalar { dtype } => {
                 let dtype = dtype.name();
-                quote!(#a::AbiParamKind::Scalar { dtype: #dtype })
+                quote!(#a::AbiParamKind::Value { dtype: #dtype })
             }
         };
         quote!(#a::AbiParam { name: #pname, kind: #kind })
