@@ -115,7 +115,10 @@ fn compile(
         Err(errors) => return report(&Diagnostics::new(source_map, errors), report_at, &names),
     };
     match host::generate_with_ptx(&module, source_text, |_| ptx.next().flatten()) {
-        Ok(tokens) => tokens,
+        Ok(tokens) => {
+            let track = track_chips_env();
+            quote!(#track #tokens)
+        }
         Err(errors) => {
             let errors = errors
                 .into_iter()
@@ -157,6 +160,21 @@ fn embedded_ptx(
     _settings: &PtxSettings,
 ) -> Result<Vec<Option<EmbeddedPtx>>, Vec<Diagnostic>> {
     Ok(module.kernels.iter().map(|_| None).collect())
+}
+
+/// With `ptx`, the embedded variants depend on `PHOBOS_CHIPS`; reading it
+/// through `option_env!` puts it in the crate's dep-info, so cargo rebuilds
+/// the crate when it changes (proc macros cannot declare that themselves on
+/// stable Rust).
+fn track_chips_env() -> TokenStream {
+    if cfg!(feature = "ptx") {
+        let name = phobos_build::back::mlir::CHIPS_ENV;
+        quote!(
+            const _: ::core::option::Option<&str> = ::core::option_env!(#name);
+        )
+    } else {
+        TokenStream::new()
+    }
 }
 
 /// Every error as a spanned `compile_error!`, plus an empty module per
@@ -277,6 +295,7 @@ mod tests {
         let second = inline_with(source.parse().unwrap(), &settings).to_string();
         assert!(!first.contains("compile_error"), "{first}");
         assert!(first.contains("ARTIFACT") && first.contains("ptx_built : true"));
+        assert!(first.contains("option_env ! (\"PHOBOS_CHIPS\")"), "{first}");
         assert_eq!(first, second, "cached PTX must embed the same bytes");
 
         let log = std::fs::read_to_string(dir.path().join("ptx").join("build.log")).unwrap();
