@@ -173,7 +173,7 @@ impl KernelChecker {
         rhs: Typed,
         span: Span,
     ) -> Result<Typed, Diagnostic> {
-        let spelling = binop_spelling(op);
+        let spelling = op.symbol();
         let what = format!("operator `{spelling}`");
         let ld = self.numeric(&lhs, &what)?;
         let rd = self.numeric(&rhs, &what)?;
@@ -358,28 +358,5 @@ pub(super) fn binop(op: ast::BinaryOp) -> BinOp {
         ast::BinaryOp::Mul => BinOp::Mul,
         ast::BinaryOp::Div => BinOp::Div,
         ast::BinaryOp::Rem => BinOp::Rem,
-    }
-}
-
-fn binop_spelling(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::Rem => "%",
-        BinOp::Shl => "<<",
-        BinOp::Shr => ">>",
-        BinOp::BitAnd => "&",
-        BinOp::BitOr => "|",
-        BinOp::BitXor => "^",
-        BinOp::Eq => "==",
-        BinOp::Ne => "!=",
-        BinOp::Lt => "<",
-        BinOp::Le => "<=",
-        BinOp::Gt => ">",
-        BinOp::Ge => ">=",
-        BinOp::And => "&&",
-        BinOp::Or => "||",
     }
 }

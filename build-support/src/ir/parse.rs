@@ -752,12 +752,7 @@ fn unop(name: &str) -> Option<UnOp> {
 }
 
 fn binop(name: &str) -> Option<BinOp> {
-    use BinOp::*;
-    [
-        Add, Sub, Mul, Div, Rem, Shl, Shr, BitAnd, BitOr, BitXor, Eq, Ne, Lt, Le, Gt, Ge, And, Or,
-    ]
-    .into_iter()
-    .find(|op| super::print::binop_name(*op) == name)
+    BinOp::ALL.into_iter().find(|op| op.name() == name)
 }
 
 /// Gives `param(x)` leaves their parameter's dtype (the text does not

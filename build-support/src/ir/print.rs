@@ -24,7 +24,7 @@
 use std::fmt::{self, Write};
 
 use super::{
-    BinOp, Block, Dim, Elem, Expr, ExprKind, Kernel, Local, Module, ParamKind, Shape, Slice, Stmt,
+    Block, Dim, Elem, Expr, ExprKind, Kernel, Local, Module, ParamKind, Shape, Slice, Stmt,
     StmtKind, StoreOp, TuneKind, UnOp,
 };
 
@@ -65,29 +65,6 @@ pub(crate) fn unop_name(op: UnOp) -> &'static str {
         UnOp::Neg => "neg",
         UnOp::Not => "not",
         UnOp::BitNot => "bitnot",
-    }
-}
-
-pub(crate) fn binop_name(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "add",
-        BinOp::Sub => "sub",
-        BinOp::Mul => "mul",
-        BinOp::Div => "div",
-        BinOp::Rem => "rem",
-        BinOp::Shl => "shl",
-        BinOp::Shr => "shr",
-        BinOp::BitAnd => "bitand",
-        BinOp::BitOr => "bitor",
-        BinOp::BitXor => "bitxor",
-        BinOp::Eq => "eq",
-        BinOp::Ne => "ne",
-        BinOp::Lt => "lt",
-        BinOp::Le => "le",
-        BinOp::Gt => "gt",
-        BinOp::Ge => "ge",
-        BinOp::And => "and",
-        BinOp::Or => "or",
     }
 }
 
@@ -379,7 +356,7 @@ impl<'a> Printer<'a> {
                 self.ty(e);
             }
             ExprKind::Unary { op, arg } => self.call(unop_name(*op), &[arg], e)?,
-            ExprKind::Binary { op, lhs, rhs } => self.call(binop_name(*op), &[lhs, rhs], e)?,
+            ExprKind::Binary { op, lhs, rhs } => self.call(op.name(), &[lhs, rhs], e)?,
             ExprKind::Cast(a) => self.call("cast", &[a], e)?,
             ExprKind::Broadcast(a) => self.call("broadcast", &[a], e)?,
             ExprKind::Call { func, args } => {

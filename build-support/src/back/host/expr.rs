@@ -270,7 +270,7 @@ impl Generator<'_> {
             }
             ExprKind::Binary { op, lhs, rhs } => {
                 let (a, b) = (self.tile_ref(lhs)?, self.tile_ref(rhs)?);
-                let f = tile_binary_fn(*op);
+                let f = proc_macro2::Ident::new(op.name(), proc_macro2::Span::call_site());
                 quote!(#p::host::#f(#a, #b)?)
             }
             ExprKind::Cast(arg) => {
@@ -559,30 +559,6 @@ fn scalar_binary(op: BinOp, a: TokenStream, b: TokenStream) -> TokenStream {
         BinOp::And => quote!((#a) && (#b)),
         BinOp::Or => quote!((#a) || (#b)),
     }
-}
-
-fn tile_binary_fn(op: BinOp) -> proc_macro2::Ident {
-    let name = match op {
-        BinOp::Add => "add",
-        BinOp::Sub => "sub",
-        BinOp::Mul => "mul",
-        BinOp::Div => "div",
-        BinOp::Rem => "rem",
-        BinOp::Shl => "shl",
-        BinOp::Shr => "shr",
-        BinOp::BitAnd => "bitand",
-        BinOp::BitOr => "bitor",
-        BinOp::BitXor => "bitxor",
-        BinOp::Eq => "eq",
-        BinOp::Ne => "ne",
-        BinOp::Lt => "lt",
-        BinOp::Le => "le",
-        BinOp::Gt => "gt",
-        BinOp::Ge => "ge",
-        BinOp::And => "and",
-        BinOp::Or => "or",
-    };
-    proc_macro2::Ident::new(name, proc_macro2::Span::call_site())
 }
 
 /// A literal of an integer (or bool/float, for literals the checker typed

@@ -14,7 +14,7 @@ use super::expr::private;
 use super::names;
 use super::tile_slice;
 use super::{GenError, Generator};
-use crate::ir::{BinOp, Builtin, Dim, Elem, Expr, ExprKind, Kernel, Param, ParamKind};
+use crate::ir::{Builtin, Dim, Elem, Expr, ExprKind, Kernel, Param, ParamKind};
 
 /// FNV-1a over the source text: stable across Rust releases and platforms,
 /// unlike `std`'s `DefaultHasher`, so cache keys survive toolchain updates.
@@ -401,12 +401,7 @@ pub(super) fn expr_text(e: &Expr) -> String {
         ExprKind::Dim(name) | ExprKind::Tune(name) | ExprKind::Param(name) => name.clone(),
         ExprKind::Cast(inner) | ExprKind::Broadcast(inner) => expr_text(inner),
         ExprKind::Binary { op, lhs, rhs } => {
-            format!(
-                "({} {} {})",
-                expr_text(lhs),
-                binop_symbol(*op),
-                expr_text(rhs)
-            )
+            format!("({} {} {})", expr_text(lhs), op.symbol(), expr_text(rhs))
         }
         ExprKind::Call { func, args } => {
             let args: Vec<String> = args.iter().map(expr_text).collect();
@@ -419,29 +414,6 @@ pub(super) fn expr_text(e: &Expr) -> String {
             format!("{name}({})", args.join(", "))
         }
         _ => "<expr>".to_string(),
-    }
-}
-
-fn binop_symbol(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::Rem => "%",
-        BinOp::Shl => "<<",
-        BinOp::Shr => ">>",
-        BinOp::BitAnd => "&",
-        BinOp::BitOr => "|",
-        BinOp::BitXor => "^",
-        BinOp::Eq => "==",
-        BinOp::Ne => "!=",
-        BinOp::Lt => "<",
-        BinOp::Le => "<=",
-        BinOp::Gt => ">",
-        BinOp::Ge => ">=",
-        BinOp::And => "&&",
-        BinOp::Or => "||",
     }
 }
 
