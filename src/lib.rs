@@ -43,3 +43,9 @@
 //! macros refers to `::phobos::__private`, which the runtime provides.
 
 pub use phobos_rt::*;
+
+/// The README's code runs as a doctest, so the quickstart cannot drift from
+/// the API.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
