@@ -407,29 +407,17 @@ impl Generator<'_> {
                 let (c, a, b) = (arg_ref(0)?, arg_ref(1)?, arg_ref(2)?);
                 quote!(#h::select(#c, #a, #b)?)
             }
-            Builtin::RowSum => {
+            // One tile in, one tile out: the host library names these
+            // functions as the language does.
+            Builtin::RowSum
+            | Builtin::RowMax
+            | Builtin::RowMin
+            | Builtin::Transpose
+            | Builtin::Cumsum
+            | Builtin::Tril => {
                 let a = arg_ref(0)?;
-                quote!(#h::rowsum(#a)?)
-            }
-            Builtin::RowMax => {
-                let a = arg_ref(0)?;
-                quote!(#h::rowmax(#a)?)
-            }
-            Builtin::RowMin => {
-                let a = arg_ref(0)?;
-                quote!(#h::rowmin(#a)?)
-            }
-            Builtin::Transpose => {
-                let a = arg_ref(0)?;
-                quote!(#h::transpose(#a)?)
-            }
-            Builtin::Cumsum => {
-                let a = arg_ref(0)?;
-                quote!(#h::cumsum(#a)?)
-            }
-            Builtin::Tril => {
-                let a = arg_ref(0)?;
-                quote!(#h::tril(#a)?)
+                let f = proc_macro2::Ident::new(func.name(), proc_macro2::Span::call_site());
+                quote!(#h::#f(#a)?)
             }
             Builtin::Reshape => {
                 let a = arg_ref(0)?;
