@@ -18,32 +18,9 @@ use phobos_build::{
     check_source, ir,
 };
 
-fn find_ptxas() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("PHOBOS_PTXAS") {
-        return Some(PathBuf::from(p));
-    }
-    if Command::new("ptxas")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        return Some(PathBuf::from("ptxas"));
-    }
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import nvidia.cuda_nvcc, os; print(list(nvidia.cuda_nvcc.__path__)[0])",
-        ])
-        .output()
-        .ok()?;
-    let dir = String::from_utf8(out.stdout).ok()?;
-    let candidate = Path::new(dir.trim()).join("bin").join("ptxas");
-    candidate.is_file().then_some(candidate)
-}
-
 /// The ptxas to use, or `None` (after saying so) when it may be skipped.
 fn ptxas() -> Option<PathBuf> {
-    let found = find_ptxas();
+    let found = phobos_build::back::mlir::ptxas::find();
     if found.is_none() {
         assert!(
             std::env::var("PHOBOS_REQUIRE_PTXAS").as_deref() != Ok("1"),

@@ -196,29 +196,9 @@ fn assemble(ptxas: &Path, ptx: &Path, chip: &str, what: &str) -> Result<(), Stri
     }
 }
 
-fn find_ptxas() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("PHOBOS_PTXAS").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(path));
-    }
-    let on_path = Command::new("ptxas").arg("--version").output();
-    if on_path.is_ok_and(|o| o.status.success()) {
-        return Some(PathBuf::from("ptxas"));
-    }
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import nvidia.cuda_nvcc; print(list(nvidia.cuda_nvcc.__path__)[0])",
-        ])
-        .output()
-        .ok()?;
-    let dir = String::from_utf8(out.stdout).ok()?;
-    let candidate = Path::new(dir.trim()).join("bin").join("ptxas");
-    candidate.is_file().then_some(candidate)
-}
-
 /// The ptxas to use, or `None` (after saying so) when it may be skipped.
 fn ptxas() -> Option<PathBuf> {
-    let found = find_ptxas();
+    let found = phobos_build::back::mlir::ptxas::find();
     if found.is_none() {
         assert!(
             std::env::var("PHOBOS_REQUIRE_PTXAS").as_deref() != Ok("1"),

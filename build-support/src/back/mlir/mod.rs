@@ -22,6 +22,7 @@ pub mod emit;
 mod error;
 #[cfg(feature = "ptx")]
 pub mod pipeline;
+pub mod ptxas;
 pub mod target;
 
 pub use emit::{EmittedKernel, emit_kernel};
