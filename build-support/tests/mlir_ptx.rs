@@ -188,8 +188,9 @@ fn every_config_of_every_example_compiles_or_is_pruned_on_sm_80() {
 }
 
 /// Writes `<kernel>.<chip>.i<bits>.ptx` and a `.json` beside it with what
-/// `scripts/mlir_device_check.py` needs to launch it (the ABI of
-/// `back::mlir::emit`): parameters, dim order, config, threads.
+/// a launcher needs (the ABI of `back::mlir::emit`): parameters, dim order,
+/// config, threads. (The GPU check reads the embedded variants instead:
+/// `examples/examples/device_dump`.)
 fn dump_for_device_check(dir: &Path, kernel: &ir::Kernel, variant: &mlir::PtxVariant) {
     std::fs::create_dir_all(dir).unwrap();
     let stem = format!("{}.{}.i{}", kernel.name, variant.chip, variant.index_bits);

@@ -4,6 +4,7 @@
 //! random inputs.
 
 pub mod check;
+pub mod grid;
 pub mod kernels;
 pub mod random;
 pub mod reference;

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Every GPU check in one run (on the device machine: driver, PyTorch, no
+# Rust, no network): every embedded PTX variant of every example kernel
+# against the host back end's outputs, then GEMM throughput against
+# cuBLAS (torch.matmul). Writes $OUT/device_check.csv, device_bench.csv
+# and device_check.log; exits 1 when any variant fails.
+#
+# Prepare here (LLVM 22; the `ptx` feature is on by default and PHOBOS_CHIPS,
+# when set, must include sm_90 (unset: sm_75,sm_80,sm_90); about
+# 1.5 min to build warm, 8 s to run; fills .device/, ~14 MB, git-ignored):
+#   cargo run -p phobos-examples --example device_dump -- .device sm_90
+# Check the dump without a GPU:
+#   python3 scripts/device_check.py .device --dry-run
+# Run on the device (about 2-3 minutes on an H200), carrying .device:
+#   bash scripts/device-check.sh            # carry=[".device"]
+# Options after the script name go to device_check.py (--only gemm_f32,
+# --no-bench, --check-budget-s N, --bench-budget-s N, --top N).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/device-out}"
+mkdir -p "$OUT"
+if [[ ! -f .device/manifest.json ]]; then
+  echo "no .device/manifest.json: prepare it first (see the top of $0)" >&2
+  exit 2
+fi
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' || true
+  PYTHONUNBUFFERED=1 python3 scripts/device_check.py .device --out "$OUT" "$@"
+} 2>&1 | tee "$OUT/device_check.log"
