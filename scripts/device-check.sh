@@ -9,9 +9,11 @@
 # when set, must include sm_90 (unset: sm_75,sm_80,sm_90); about
 # 1.5 min to build warm, 8 s to run; fills .device/, ~14 MB, git-ignored):
 #   cargo run -p phobos-examples --example device_dump -- .device sm_90
-# Check the dump without a GPU:
+# Check the dump and the checker without a GPU (the selftest plants faults
+# in a fake GPU and needs numpy only):
 #   python3 scripts/device_check.py .device --dry-run
-# Run on the device (about 2-3 minutes on an H200), carrying .device:
+#   python3 scripts/device_check_selftest.py .device
+# Run on the device (budgets end it within about 3 minutes), carrying .device:
 #   bash scripts/device-check.sh            # carry=[".device"]
 # Options after the script name go to device_check.py (--only gemm_f32,
 # --no-bench, --check-budget-s N, --bench-budget-s N, --top N).
