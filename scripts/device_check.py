@@ -601,13 +601,15 @@ def main():
         run_bench(args.dump, manifest, args.out, args.screen_size, args.top)
         return
     if args.dry_run:
+        for skipped in manifest.get("skipped", []):
+            print(f"{skipped['name']}: NOT IN THE DUMP: {skipped['reason']}")
         for kernel in manifest["kernels"]:
             v = kernel["variants"]
             print(f"{kernel['name']}: {len(v)} variants, grids {sorted({tuple(x['grid']) for x in v})[:3]}..., "
                   f"{len(kernel['params'])} params + {len(kernel['dims'])} dims + strides"
                   + (f", bench {kernel['bench']['dims']}" if kernel.get("bench") else ""))
         print(f"dry run: {len(jobs)} variants for {manifest['chip']} validated (files, ABI, grids, packing)")
-        return
+        sys.exit(1 if manifest.get("skipped") else 0)
 
     os.makedirs(args.out, exist_ok=True)
     jsonl = os.path.join(args.out, "device_check.jsonl.tmp")
@@ -640,6 +642,10 @@ def main():
             print(stop_reason, flush=True)
             break
     rows, failed = [], 0
+    for skipped in manifest.get("skipped", []):
+        failed += 1
+        rows.append([skipped["name"], manifest["chip"], "", "", "", "", "NO", "", "", "", "",
+                     f"not in the dump: {skipped['reason']}"])
     for job, (ki, vi) in enumerate(jobs):
         kernel = manifest["kernels"][ki]
         variant = kernel["variants"][vi]

@@ -35,23 +35,24 @@ fn main() -> Result<()> {
     prepare_out_dir(&out_dir)?;
 
     let mut kernels = Vec::new();
+    // Kernels that cannot be checked, with why; the GPU check reports each
+    // as a failure, and this program exits non-zero after writing the rest.
+    let mut skipped = Vec::new();
     let mut variant_count = 0;
     for entry in table::entries() {
         let artifact = entry.artifact;
-        ensure!(
-            artifact.ptx_built,
-            "{} was built without PTX: build with the `ptx` feature (the default)",
-            artifact.name
-        );
-        let case = (entry.build)(artifact)
-            .with_context(|| format!("building the {} case", artifact.name))?;
-        let kernel = dump_kernel(&out_dir, &chip, artifact, &case, entry.matmul_bench)
-            .with_context(|| format!("writing {}", artifact.name))?;
-        let variants = kernel["variants"].as_array().map_or(0, Vec::len);
-        ensure!(variants > 0, "{} has no variant for {chip}", artifact.name);
-        variant_count += variants;
-        println!("{}: {variants} variants for {chip}", artifact.name);
-        kernels.push(kernel);
+        match dump_entry(&out_dir, &chip, &entry) {
+            Ok(kernel) => {
+                let variants = kernel["variants"].as_array().map_or(0, Vec::len);
+                variant_count += variants;
+                println!("{}: {variants} variants for {chip}", artifact.name);
+                kernels.push(kernel);
+            }
+            Err(error) => {
+                eprintln!("{}: skipped: {error:#}", artifact.name);
+                skipped.push(json!({"name": artifact.name, "reason": format!("{error:#}")}));
+            }
+        }
     }
     let manifest = json!({
         "format": 1,
@@ -59,6 +60,7 @@ fn main() -> Result<()> {
         "generated_by": "cargo run -p phobos-examples --example device_dump",
         "tolerance": "per element, |device - oracle| <= tolerance[i]: twice the proptest bound on |result - exact|, since the host oracle (checked against the exact reference at dump time) and the device are each within it",
         "kernels": kernels,
+        "skipped": skipped,
     });
     let manifest_path = out_dir.join("manifest.json");
     std::fs::write(&manifest_path, serde_json::to_string_pretty(&manifest)?)
@@ -69,7 +71,32 @@ fn main() -> Result<()> {
         out_dir.display(),
         started.elapsed().as_secs_f64()
     );
+    ensure!(
+        skipped.is_empty(),
+        "{} kernels skipped (listed above and in the manifest)",
+        skipped.len()
+    );
     Ok(())
+}
+
+/// One kernel's case and files, or why it cannot be checked on `chip`.
+fn dump_entry(out_dir: &Path, chip: &str, entry: &table::Entry) -> Result<Value> {
+    let artifact = entry.artifact;
+    ensure!(
+        artifact.ptx_built,
+        "built without PTX: build with the `ptx` feature (the default)"
+    );
+    if artifact.variants_for(chip).next().is_none() {
+        let reasons: Vec<&str> = artifact
+            .pruned
+            .iter()
+            .filter(|p| p.chip == chip)
+            .map(|p| p.reason)
+            .collect();
+        bail!("no variant for {chip} (PHOBOS_CHIPS must include it); pruned: {reasons:?}");
+    }
+    let case = (entry.build)(artifact).context("building the case")?;
+    dump_kernel(out_dir, chip, artifact, &case, entry.matmul_bench)
 }
 
 /// Empties a previous dump (recognised by its manifest) or creates the
