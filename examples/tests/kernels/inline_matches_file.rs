@@ -8,6 +8,7 @@ const KERNELS: &[&str] = &[
     "saxpy",
     "gemm_f32",
     "gemm_f16",
+    "gemm_f16_tc",
     "softmax",
     "layernorm",
     "rmsnorm",
