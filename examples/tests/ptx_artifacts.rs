@@ -45,6 +45,10 @@ fn artifacts() -> Vec<(&'static KernelArtifact, usize)> {
             kernels::flash_attn_f16::CONFIGS.len(),
         ),
         (
+            &kernels::flash_attn_f16_tc::ARTIFACT,
+            kernels::flash_attn_f16_tc::CONFIGS.len(),
+        ),
+        (
             &kernels::gla_chunk::ARTIFACT,
             kernels::gla_chunk::CONFIGS.len(),
         ),

@@ -14,6 +14,7 @@ const KERNELS: &[&str] = &[
     "rmsnorm",
     "flash_attn_f32",
     "flash_attn_f16",
+    "flash_attn_f16_tc",
     "gla_chunk",
 ];
 
