@@ -16,6 +16,34 @@
 //! two barriers. Out-of-bounds tensor elements are never touched: loads are
 //! guarded and yield `other` (default 0), stores and atomics are skipped.
 //!
+//! # Tensor cores (`@tensorcore`)
+//!
+//! In a `@tensorcore` kernel every rank-2 `dot`/`dot_t` runs on
+//! `mma.sync` through the `nvgpu` dialect ([`mma`]): its operands are
+//! staged in shared memory as on the SIMT path (masked loads already put
+//! zeros outside the tensors, so ragged edges contribute nothing), each
+//! warp loads A and B fragments with `nvgpu.ldmatrix` (B of `dot` with
+//! `transpose`, B of `dot_t` without) and accumulates in f32. The result
+//! is never staged: every tile whose extents equal a contraction's
+//! `[M, N]` is distributed in the mma C-fragment layout instead of
+//! cyclically (per warp a run of 16x8 blocks, each lane holding 4 f32; the
+//! derivation is in [`fragment`]), so the accumulator, the elementwise
+//! statements around it and the final store use the ordinary owned-element
+//! loop. Rules, per (config, chip):
+//!
+//! - operands both `f16` and the result `f32` (bf16 is refused by name:
+//!   MLIR 22's nvgpu lowering cannot type bf16 `mma.sync`); any other
+//!   contraction, or none at all, is an [`MlirError::Unsupported`] for the
+//!   whole kernel;
+//! - sm_75 or newer; m16n8k16 on sm_80+, m16n8k8 on sm_75;
+//! - `M % 16 == 0`, `N % 8 == 0`, `K % 16 == 0` (`K % 8` on sm_75), which
+//!   also makes every operand row a multiple of 16 bytes as `ldmatrix`
+//!   needs (shared buffers are declared 16-byte aligned);
+//! - threads per CTA a multiple of 32;
+//!
+//! a config or chip breaking one is pruned ([`MlirError::DoesNotFit`]
+//! naming the rule), never compiled for the SIMT path instead.
+//!
 //! # Kernel ABI
 //!
 //! The entry point is named after the kernel and takes, in order:

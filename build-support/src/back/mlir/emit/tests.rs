@@ -175,12 +175,12 @@ fn tensorcore_configs_that_do_not_tile_are_pruned_with_the_rule() {
 }
 
 #[test]
-fn tensorcore_needs_whole_warps_and_bf16_needs_sm_80() {
+fn tensorcore_needs_whole_warps_and_refuses_bf16_by_name() {
     let src = "
 @tensorcore
 @launch(threads = 48)
 @grid(1)
-kernel t(A: tensor<bf16>[16, 16], B: tensor<bf16>[16, 16], C: tensor<f32>[16, 16]) {
+kernel t(A: tensor<f16>[16, 16], B: tensor<f16>[16, 16], C: tensor<f32>[16, 16]) {
   C[0 :+ 16, 0 :+ 16] = dot(A[0 :+ 16, 0 :+ 16], B[0 :+ 16, 0 :+ 16])
 }
 ";
@@ -191,10 +191,14 @@ kernel t(A: tensor<bf16>[16, 16], B: tensor<bf16>[16, 16], C: tensor<f32>[16, 16
     );
     let k = kernel(&src.replace("threads = 48", "threads = 32"));
     assert!(emit_mlir(&k, &k.default_config(), "sm_80", 32).is_ok());
-    match emit_mlir(&k, &k.default_config(), "sm_75", 32) {
-        Err(MlirError::DoesNotFit(why)) => assert!(why.contains("bf16"), "{why}"),
-        other => panic!("expected DoesNotFit, got {other:?}"),
-    }
+    let err = emit_err(
+        &src.replace("f16>", "bf16>")
+            .replace("threads = 48", "threads = 32"),
+    );
+    assert!(
+        matches!(&err, MlirError::Unsupported { .. }) && err.to_string().contains("bf16"),
+        "{err}"
+    );
 }
 
 #[test]
