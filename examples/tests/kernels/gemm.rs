@@ -64,7 +64,8 @@ proptest! {
         let bound = |i: usize| (k as f64 + 1.0) * F32_UNIT_ROUNDOFF * magnitude[i];
         let mismatch = first_mismatch(&to_f64(&tc.to_vec().unwrap()), &want, bound);
         prop_assert!(mismatch.is_none(), "m={} n={} k={} {:?}: {}", m, n, k, gemm_f16::CONFIGS[config], mismatch.unwrap_or_default());
-    
+    }
+
     // The host back end ignores @tensorcore; the same bound holds on tensor
     // cores (exact f16 products, f32 accumulation in some order).
     #[test]
