@@ -323,3 +323,35 @@ fn parallel_compilation_is_safe_and_deterministic() {
         assert_eq!(a, b, "{} on {chip} differs between runs", k.name);
     }
 }
+
+/// `@tensorcore` reaches the tensor cores on every chip: m16n8k16 where
+/// sm_80 has it, m16n8k8 on sm_75, fragments loaded with ldmatrix.
+#[test]
+fn tensorcore_gemm_lowers_to_mma_sync_and_ldmatrix_on_every_chip() {
+    let ptxas = ptxas();
+    let kernel = example_kernels()
+        .into_iter()
+        .find(|k| k.name == "gemm_f16_tc")
+        .unwrap();
+    let config = kernel.default_config();
+    for (chip, shape) in [
+        ("sm_75", "m16n8k8"),
+        ("sm_80", "m16n8k16"),
+        ("sm_90", "m16n8k16"),
+    ] {
+        for index_bits in [32, 64] {
+            let variant = mlir::compile_ptx(&kernel, &config, chip, index_bits)
+                .unwrap_or_else(|e| panic!("{chip}: {e}"));
+            let mma = format!("mma.sync.aligned.{shape}.row.col.f32.f16.f16.f32");
+            assert!(variant.ptx.contains(&mma), "{chip}: no {mma}");
+            assert!(variant.ptx.contains("ldmatrix.sync.aligned.m8n8"), "{chip}");
+            assert!(
+                variant.ptx.contains(".trans"),
+                "{chip}: B of dot needs .trans"
+            );
+            if let Some(p) = &ptxas {
+                assemble(p, &variant.ptx, chip, &format!("gemm_f16_tc_i{index_bits}"));
+            }
+        }
+    }
+}

@@ -4,9 +4,11 @@
 phobos::kernel_file!("kernels/saxpy.ph");
 phobos::kernel_file!("kernels/gemm_f32.ph");
 phobos::kernel_file!("kernels/gemm_f16.ph");
+phobos::kernel_file!("kernels/gemm_f16_tc.ph");
 phobos::kernel_file!("kernels/softmax.ph");
 phobos::kernel_file!("kernels/layernorm.ph");
 phobos::kernel_file!("kernels/rmsnorm.ph");
 phobos::kernel_file!("kernels/flash_attn_f32.ph");
 phobos::kernel_file!("kernels/flash_attn_f16.ph");
+phobos::kernel_file!("kernels/flash_attn_f16_tc.ph");
 phobos::kernel_file!("kernels/gla_chunk.ph");

@@ -26,6 +26,10 @@ fn artifacts() -> Vec<(&'static KernelArtifact, usize)> {
             &kernels::gemm_f16::ARTIFACT,
             kernels::gemm_f16::CONFIGS.len(),
         ),
+        (
+            &kernels::gemm_f16_tc::ARTIFACT,
+            kernels::gemm_f16_tc::CONFIGS.len(),
+        ),
         (&kernels::softmax::ARTIFACT, kernels::softmax::CONFIGS.len()),
         (
             &kernels::layernorm::ARTIFACT,
@@ -39,6 +43,10 @@ fn artifacts() -> Vec<(&'static KernelArtifact, usize)> {
         (
             &kernels::flash_attn_f16::ARTIFACT,
             kernels::flash_attn_f16::CONFIGS.len(),
+        ),
+        (
+            &kernels::flash_attn_f16_tc::ARTIFACT,
+            kernels::flash_attn_f16_tc::CONFIGS.len(),
         ),
         (
             &kernels::gla_chunk::ARTIFACT,

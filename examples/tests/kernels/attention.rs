@@ -16,7 +16,7 @@
 
 use half::f16;
 use phobos_examples::check::{F16_UNIT_ROUNDOFF, F32_UNIT_ROUNDOFF, first_mismatch, to_f64};
-use phobos_examples::kernels::{flash_attn_f16, flash_attn_f32};
+use phobos_examples::kernels::{flash_attn_f16, flash_attn_f16_tc, flash_attn_f32};
 use phobos_examples::random::SplitMix64;
 use phobos_examples::reference::attention::attention;
 use proptest::prelude::*;
@@ -151,6 +151,31 @@ proptest! {
         let mut o = device.full([heads, seq_q, HEAD_DIM], f16::NAN).unwrap();
         let chosen = flash_attn_f16::CONFIGS[config];
         flash_attn_f16::launch_with(&device, &chosen, &q, &k, &v, &mut o, problem.scale).unwrap();
+
+        let want = problem.reference();
+        let f32_bounds = problem.f32_bounds(chosen.BLOCK_N as usize);
+        let max_v = problem.max_v();
+        let bound = |i: usize| f32_bounds[i] + F16_UNIT_ROUNDOFF * (max_v + want[i].abs());
+        let mismatch = first_mismatch(&to_f64(&o.to_vec().unwrap()), &want, bound);
+        prop_assert!(mismatch.is_none(), "H={} S={} T={} {:?}: {}", heads, seq_q, seq_k, chosen, mismatch.unwrap_or_default());
+    }
+
+    // The host back end ignores @tensorcore; the f16 bound holds on tensor
+    // cores too (f32 accumulation, in any order).
+    #[test]
+    fn flash_attn_f16_tc_matches_the_flash_attn_f16_reference(
+        heads in 1usize..3, seq_q in 1usize..90, seq_k in 1usize..150,
+        config in 0..flash_attn_f16_tc::CONFIGS.len(), seed: u64,
+    ) {
+        let problem = Problem::random(heads, seq_q, seq_k, seed, true);
+        let to_half = |xs: &[f32]| xs.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>();
+        let device = crate::host();
+        let q = device.tensor_from(&to_half(&problem.q), [heads, seq_q, HEAD_DIM]).unwrap();
+        let k = device.tensor_from(&to_half(&problem.k), [heads, seq_k, HEAD_DIM]).unwrap();
+        let v = device.tensor_from(&to_half(&problem.v), [heads, seq_k, HEAD_DIM]).unwrap();
+        let mut o = device.full([heads, seq_q, HEAD_DIM], f16::NAN).unwrap();
+        let chosen = flash_attn_f16_tc::CONFIGS[config];
+        flash_attn_f16_tc::launch_with(&device, &chosen, &q, &k, &v, &mut o, problem.scale).unwrap();
 
         let want = problem.reference();
         let f32_bounds = problem.f32_bounds(chosen.BLOCK_N as usize);

@@ -8,7 +8,7 @@
 
 use half::f16;
 use phobos_examples::check::{F32_UNIT_ROUNDOFF, first_mismatch, to_f64};
-use phobos_examples::kernels::{gemm_f16, gemm_f32};
+use phobos_examples::kernels::{gemm_f16, gemm_f16_tc, gemm_f32};
 use phobos_examples::random::SplitMix64;
 use phobos_examples::reference::gemm::{gemm, matmul};
 use proptest::prelude::*;
@@ -64,5 +64,30 @@ proptest! {
         let bound = |i: usize| (k as f64 + 1.0) * F32_UNIT_ROUNDOFF * magnitude[i];
         let mismatch = first_mismatch(&to_f64(&tc.to_vec().unwrap()), &want, bound);
         prop_assert!(mismatch.is_none(), "m={} n={} k={} {:?}: {}", m, n, k, gemm_f16::CONFIGS[config], mismatch.unwrap_or_default());
+    }
+
+    // The host back end ignores @tensorcore; the same bound holds on tensor
+    // cores (exact f16 products, f32 accumulation in some order).
+    #[test]
+    fn gemm_f16_tc_matches_the_gemm_f16_reference(
+        m in 1usize..70, n in 1usize..70, k in 1usize..90,
+        config in 0..gemm_f16_tc::CONFIGS.len(), seed: u64,
+    ) {
+        let mut rng = SplitMix64::new(seed);
+        let a: Vec<f16> = rng.vec(m * k, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
+        let b: Vec<f16> = rng.vec(k * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
+        let device = crate::host();
+        let ta = device.tensor_from(&a, [m, k]).unwrap();
+        let tb = device.tensor_from(&b, [k, n]).unwrap();
+        let mut tc = device.full([m, n], f32::NAN).unwrap();
+        gemm_f16_tc::launch_with(&device, &gemm_f16_tc::CONFIGS[config], &ta, &tb, &mut tc).unwrap();
+
+        let want = matmul(m, n, k, &a, &b);
+        let abs_a: Vec<f64> = a.iter().map(|v| f64::from(*v).abs()).collect();
+        let abs_b: Vec<f64> = b.iter().map(|v| f64::from(*v).abs()).collect();
+        let magnitude = matmul(m, n, k, &abs_a, &abs_b);
+        let bound = |i: usize| (k as f64 + 1.0) * F32_UNIT_ROUNDOFF * magnitude[i];
+        let mismatch = first_mismatch(&to_f64(&tc.to_vec().unwrap()), &want, bound);
+        prop_assert!(mismatch.is_none(), "m={} n={} k={} {:?}: {}", m, n, k, gemm_f16_tc::CONFIGS[config], mismatch.unwrap_or_default());
     }
 }

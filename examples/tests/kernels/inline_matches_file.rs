@@ -8,11 +8,13 @@ const KERNELS: &[&str] = &[
     "saxpy",
     "gemm_f32",
     "gemm_f16",
+    "gemm_f16_tc",
     "softmax",
     "layernorm",
     "rmsnorm",
     "flash_attn_f32",
     "flash_attn_f16",
+    "flash_attn_f16_tc",
     "gla_chunk",
 ];
 

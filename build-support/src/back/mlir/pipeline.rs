@@ -31,8 +31,25 @@ struct Phase {
     pipeline: String,
 }
 
-/// The pass pipeline for `target`, as phases in order.
-fn phases(target: &Target) -> Vec<Phase> {
+/// The pass pipeline for `target`, as phases in order. `tensor_cores`:
+/// the module uses `nvgpu` ops (`@tensorcore`).
+fn phases(target: &Target, tensor_cores: bool) -> Vec<Phase> {
+    // convert-nvgpu-to-nvvm lowers memrefs with a 64-bit `index` and has no
+    // option to change that; the GPU lowering must agree with it, or the
+    // two memref descriptors meet in casts that LLVM cannot translate.
+    // `index` only addresses shared and private buffers (tensor offsets
+    // keep the variant's own width), so 64 bits there costs a few adds.
+    let lower = if tensor_cores {
+        "convert-scf-to-cf, convert-nvgpu-to-nvvm, convert-gpu-to-nvvm{index-bitwidth=64}, \
+         convert-vector-to-llvm, canonicalize, cse, reconcile-unrealized-casts"
+            .to_string()
+    } else {
+        format!(
+            "convert-scf-to-cf, convert-gpu-to-nvvm{{index-bitwidth={}}}, canonicalize, cse, \
+             reconcile-unrealized-casts",
+            target.index_bits
+        )
+    };
     vec![
         Phase {
             name: "attach-target",
@@ -43,12 +60,7 @@ fn phases(target: &Target) -> Vec<Phase> {
         },
         Phase {
             name: "lower-to-nvvm",
-            pipeline: format!(
-                "builtin.module(gpu.module(convert-scf-to-cf, \
-                 convert-gpu-to-nvvm{{index-bitwidth={}}}, canonicalize, cse, \
-                 reconcile-unrealized-casts))",
-                target.index_bits
-            ),
+            pipeline: format!("builtin.module(gpu.module({lower}))"),
         },
         Phase {
             name: "serialize-ptx",
@@ -58,13 +70,20 @@ fn phases(target: &Target) -> Vec<Phase> {
 }
 
 /// The whole pipeline as one `mlir-opt --pass-pipeline` string (for docs,
-/// reports and reproducing a failure by hand).
-pub fn pipeline_description(target: &Target) -> String {
-    phases(target)
+/// reports and reproducing a failure by hand); `tensor_cores` as in
+/// [`uses_tensor_cores`].
+pub fn pipeline_description(target: &Target, tensor_cores: bool) -> String {
+    phases(target, tensor_cores)
         .iter()
         .map(|p| p.pipeline.clone())
         .collect::<Vec<_>>()
         .join(" ; ")
+}
+
+/// Whether emitted MLIR holds `nvgpu` ops (only `@tensorcore` kernels
+/// emit them), which select the tensor-core lowering.
+pub fn uses_tensor_cores(module_text: &str) -> bool {
+    module_text.contains("nvgpu.mma.sync")
 }
 
 fn new_context() -> Context {
@@ -125,7 +144,7 @@ pub fn mlir_to_ptx_observed(
                 diagnostics: take_diagnostics(),
             });
         }
-        for phase in phases(target) {
+        for phase in phases(target, uses_tensor_cores(module_text)) {
             let manager = PassManager::new(&context);
             parse_pass_pipeline(manager.as_operation_pass_manager(), &phase.pipeline).map_err(
                 |e| MlirError::Pass {

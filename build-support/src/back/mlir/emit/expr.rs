@@ -47,6 +47,14 @@ impl<'k> Emitter<'k> {
                     let raw = self.buffer_load(buf, &lin);
                     Ok(self.loaded_value(raw, self.dtype_of(e)?))
                 }
+                Hoisted::Fragment(buf) => {
+                    let slot = at.slot.clone().ok_or_else(|| {
+                        MlirError::unsupported(
+                            "a tensor-core result read off its owner (compiler bug)",
+                        )
+                    })?;
+                    Ok(self.buffer_load(buf, &slot))
+                }
             };
         }
         let dtype = self.dtype_of(e)?;

@@ -16,6 +16,34 @@
 //! two barriers. Out-of-bounds tensor elements are never touched: loads are
 //! guarded and yield `other` (default 0), stores and atomics are skipped.
 //!
+//! # Tensor cores (`@tensorcore`)
+//!
+//! In a `@tensorcore` kernel every rank-2 `dot`/`dot_t` runs on
+//! `mma.sync` through the `nvgpu` dialect ([`mma`]): its operands are
+//! staged in shared memory as on the SIMT path (masked loads already put
+//! zeros outside the tensors, so ragged edges contribute nothing), each
+//! warp loads A and B fragments with `nvgpu.ldmatrix` (B of `dot` with
+//! `transpose`, B of `dot_t` without) and accumulates in f32. The result
+//! is never staged: every tile whose extents equal a contraction's
+//! `[M, N]` is distributed in the mma C-fragment layout instead of
+//! cyclically (per warp a run of 16x8 blocks, each lane holding 4 f32; the
+//! derivation is in [`fragment`]), so the accumulator, the elementwise
+//! statements around it and the final store use the ordinary owned-element
+//! loop. Rules, per (config, chip):
+//!
+//! - operands both `f16` and the result `f32` (bf16 is refused by name:
+//!   MLIR 22's nvgpu lowering cannot type bf16 `mma.sync`); any other
+//!   contraction, or none at all, is an [`MlirError::Unsupported`] for the
+//!   whole kernel;
+//! - sm_75 or newer; m16n8k16 on sm_80+, m16n8k8 on sm_75;
+//! - `M % 16 == 0`, `N % 8 == 0`, `K % 16 == 0` (`K % 8` on sm_75), which
+//!   also makes every operand row a multiple of 16 bytes as `ldmatrix`
+//!   needs (shared buffers are declared 16-byte aligned);
+//! - threads per CTA a multiple of 32;
+//!
+//! a config or chip breaking one is pruned ([`MlirError::DoesNotFit`]
+//! naming the rule), never compiled for the SIMT path instead.
+//!
 //! # Kernel ABI
 //!
 //! The entry point is named after the kernel and takes, in order:
@@ -33,8 +61,10 @@
 //! the kernel uses only static shared memory.
 
 mod expr;
+pub(crate) mod fragment;
 mod math;
 mod memory;
+mod mma;
 pub(crate) mod plan;
 mod reduce;
 mod stmt;
@@ -69,11 +99,6 @@ pub fn emit_kernel(
     config: &Config,
     target: &Target,
 ) -> Result<EmittedKernel, MlirError> {
-    if kernel.tensorcore {
-        return Err(MlirError::unsupported(
-            "@tensorcore (the MLIR back end has only the SIMT path so far)",
-        ));
-    }
     if kernel.pipeline {
         return Err(MlirError::unsupported(
             "@pipeline (no cp.async double buffering yet)",
@@ -91,7 +116,13 @@ pub fn emit_kernel(
             target.max_threads_per_block()
         )));
     }
+    let tensor_cores = if kernel.tensorcore {
+        Some(mma::tensor_cores(&plan, target, threads)?)
+    } else {
+        None
+    };
     let mut emitter = Emitter::new(kernel, config, target, plan, threads);
+    emitter.tensor_cores = tensor_cores;
     let args = emitter.signature()?;
     emitter.entry()?;
     emitter.block(&kernel.body)?;
@@ -122,6 +153,8 @@ enum Hoisted {
     Scalar(Val),
     /// Materialized into a shared temporary buffer, row major.
     Tile(usize),
+    /// A tensor-core result in private slots, C-fragment layout.
+    Fragment(usize),
 }
 
 /// The coordinates one element is evaluated at.
@@ -169,6 +202,8 @@ pub(crate) struct Emitter<'k> {
     /// Nesting of element loops: inside one, threads diverge, so no
     /// cooperative (shuffle/barrier) code may be emitted.
     element_loop_depth: u32,
+    /// `@tensorcore` decisions for this variant.
+    tensor_cores: Option<mma::TensorCores>,
 }
 
 impl<'k> Emitter<'k> {
@@ -204,6 +239,7 @@ impl<'k> Emitter<'k> {
             temps: Vec::new(),
             hoisted: HashMap::new(),
             element_loop_depth: 0,
+            tensor_cores: None,
         }
     }
 
@@ -320,11 +356,20 @@ impl<'k> Emitter<'k> {
             .map(|(n, t)| format!("{n}: {t}"))
             .collect::<Vec<_>>()
             .join(", ");
+        // ldmatrix reads 16-byte rows: shared tiles start 16-byte aligned.
+        let align = if self.tensor_cores.is_some() {
+            " {llvm.align = 16 : i64}"
+        } else {
+            ""
+        };
         let attributions = |space: Space| {
             self.buffers
                 .iter()
                 .filter(|b| b.space == space)
-                .map(|b| format!("{} : {}", b.name, b.memref_type()))
+                .map(|b| {
+                    let align = if space == Space::Workgroup { align } else { "" };
+                    format!("{} : {}{align}", b.name, b.memref_type())
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -522,6 +567,9 @@ impl<'k> Emitter<'k> {
         extents: &[i64],
         body: &mut dyn FnMut(&mut Emitter<'k>, &At) -> Result<(), MlirError>,
     ) -> Result<(), MlirError> {
+        if let Some(tiling) = self.fragment_tiling(extents) {
+            return self.for_each_fragment_element(&tiling, body);
+        }
         let n: i64 = extents.iter().product();
         let threads = self.threads;
         let slots = (n + threads - 1) / threads;
@@ -579,8 +627,56 @@ impl<'k> Emitter<'k> {
         Ok(())
     }
 
-    /// Slots each thread needs for a tile of `n` elements.
-    fn slots_for(&self, n: i64) -> u64 {
+    /// [`Self::for_each_owned_element`] over a tensor-core accumulator
+    /// shape: slot `4 * i + r` is C element `r` of the warp's `i`-th block.
+    fn for_each_fragment_element(
+        &mut self,
+        tiling: &fragment::FragmentTiling,
+        body: &mut dyn FnMut(&mut Emitter<'k>, &At) -> Result<(), MlirError>,
+    ) -> Result<(), MlirError> {
+        let (warp, lane) = self.warp_and_lane()?;
+        let lo = self.const_i32(0);
+        let hi = self.const_i32(tiling.slots());
+        let one = self.const_i32(1);
+        let j = self.t.fresh("j");
+        self.t
+            .open(format!("scf.for {j} = {lo} to {hi} step {one} : i32 {{"));
+        let slot = Val {
+            name: j,
+            ty: Ty::I32,
+        };
+        let (block, idx) = self.fragment_coords(tiling, &warp, &lane, &slot)?;
+        let guarded = tiling.guarded(self.threads / 32);
+        if guarded {
+            let limit = self.const_i32(tiling.blocks);
+            let inside = self
+                .t
+                .def(Ty::I1, format!("arith.cmpi slt, {block}, {limit} : i32"));
+            self.t.open(format!("scf.if {inside} {{"));
+        }
+        self.element_loop_depth += 1;
+        let result = body(
+            self,
+            &At {
+                idx,
+                slot: Some(slot),
+            },
+        );
+        self.element_loop_depth -= 1;
+        result?;
+        if guarded {
+            self.t.close("}");
+        }
+        self.t.close("}");
+        Ok(())
+    }
+
+    /// Slots each thread needs for a tile of `extents`.
+    fn slots_for(&self, extents: &[i64]) -> u64 {
+        if let Some(tiling) = self.fragment_tiling(extents) {
+            return tiling.slots().max(1) as u64;
+        }
+        let n: i64 = extents.iter().product();
         ((n + self.threads - 1) / self.threads).max(1) as u64
     }
 

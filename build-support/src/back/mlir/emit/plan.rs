@@ -28,6 +28,22 @@ pub(crate) struct Plan {
     pub homes: HashMap<LocalId, TileHome>,
     /// The largest tile (elements) any expression or local has.
     pub max_tile_elements: i64,
+    /// Every `dot`/`dot_t` in the kernel (for `@tensorcore`).
+    pub contractions: Vec<Contraction>,
+}
+
+/// One `dot`/`dot_t` call: what decides whether tensor cores can run it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Contraction {
+    pub func: Builtin,
+    /// Operand element types (`None`: quantized).
+    pub a: Option<crate::ir::DType>,
+    pub b: Option<crate::ir::DType>,
+    pub result: Option<crate::ir::DType>,
+    /// Result `[M, N]` and the contracted extent `K`.
+    pub m: i64,
+    pub n: i64,
+    pub k: i64,
 }
 
 /// Extents of `shape` under `config`, or a config error.
@@ -63,6 +79,7 @@ pub(crate) fn plan(kernel: &Kernel, config: &Config) -> Result<Plan, MlirError> 
         config,
         homes: HashMap::new(),
         max_tile_elements: 1,
+        contractions: Vec::new(),
     };
     for (i, local) in kernel.locals.iter().enumerate() {
         if !local.shape.is_scalar() {
@@ -75,6 +92,7 @@ pub(crate) fn plan(kernel: &Kernel, config: &Config) -> Result<Plan, MlirError> 
     Ok(Plan {
         homes: planner.homes,
         max_tile_elements: planner.max_tile_elements,
+        contractions: planner.contractions,
     })
 }
 
@@ -82,6 +100,7 @@ struct Planner<'k> {
     config: &'k Config,
     homes: HashMap<LocalId, TileHome>,
     max_tile_elements: i64,
+    contractions: Vec<Contraction>,
 }
 
 impl Planner<'_> {
@@ -179,6 +198,9 @@ impl Planner<'_> {
             }
             ExprKind::Cast(child) | ExprKind::Broadcast(child) => self.expr(child, same(child)),
             ExprKind::Call { func, args } => {
+                if let (Builtin::Dot | Builtin::DotT, [a, b]) = (func, args.as_slice()) {
+                    self.contraction(*func, e, a, b)?;
+                }
                 let elementwise = is_elementwise(*func);
                 for a in args {
                     let identity_here = elementwise && same(a);
@@ -187,5 +209,28 @@ impl Planner<'_> {
                 Ok(())
             }
         }
+    }
+
+    fn contraction(
+        &mut self,
+        func: Builtin,
+        e: &Expr,
+        a: &Expr,
+        b: &Expr,
+    ) -> Result<(), MlirError> {
+        let out = extents(&e.shape, self.config)?;
+        let a_ext = extents(&a.shape, self.config)?;
+        if let ([m, n], [_, k]) = (out.as_slice(), a_ext.as_slice()) {
+            self.contractions.push(Contraction {
+                func,
+                a: a.elem.scalar(),
+                b: b.elem.scalar(),
+                result: e.elem.scalar(),
+                m: *m,
+                n: *n,
+                k: *k,
+            });
+        }
+        Ok(())
     }
 }

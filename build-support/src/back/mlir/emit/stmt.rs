@@ -124,7 +124,7 @@ impl<'k> Emitter<'k> {
             _ => {
                 let buf = match home {
                     TileHome::Private => {
-                        let slots = self.slots_for(n);
+                        let slots = self.slots_for(&extents);
                         self.new_buffer(Ty::in_memory(dtype), slots, Space::Private)
                     }
                     TileHome::Shared => {
@@ -189,7 +189,7 @@ impl<'k> Emitter<'k> {
         let same = |child: &Expr| identity && plan::same_extents(child, e, self.config);
         match &e.kind {
             ExprKind::Call {
-                func: Builtin::Dot | Builtin::DotT,
+                func: func @ (Builtin::Dot | Builtin::DotT),
                 args,
             } => {
                 for operand in args {
@@ -197,6 +197,11 @@ impl<'k> Emitter<'k> {
                         self.prepare(operand, true)?;
                         self.materialize(operand)?;
                     }
+                }
+                if let ([a, b], Some(_)) = (args.as_slice(), self.tensor_cores.as_ref()) {
+                    let buf = self.tensor_core_dot(*func, a, b, e)?;
+                    self.hoisted
+                        .insert(e as *const Expr, Hoisted::Fragment(buf));
                 }
                 if !identity {
                     self.materialize(e)?;

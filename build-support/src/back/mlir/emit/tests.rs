@@ -98,17 +98,136 @@ kernel t(X: tensor<f32>[N, N], Y: tensor<f32>[N, N]) {
     }
 }
 
+const TC_GEMM: &str = "
+@tensorcore
+@launch(threads = 128)
+@autotune(TM in [64, 24, 128], TN in [64], TK in [8, 32])
+@grid(cdiv(M, TM), cdiv(N, TN))
+kernel g(A: tensor<f16>[M, K], B: tensor<f16>[K, N], C: tensor<f32>[M, N]) {
+  var acc: tile<f32>[TM, TN] = 0.0
+  for kt in range(0, K, TK) {
+    let a = A[program_id(0) * TM :+ TM, kt :+ TK]
+    let b = B[kt :+ TK, program_id(1) * TN :+ TN]
+    acc += dot(a, b)
+  }
+  C[program_id(0) * TM :+ TM, program_id(1) * TN :+ TN] = acc
+}
+";
+
+fn config(k: &ir::Kernel, tm: i64, tk: i64) -> ir::Config {
+    k.configs()
+        .into_iter()
+        .find(|c| c.get("TM") == Some(tm) && c.get("TK") == Some(tk))
+        .unwrap()
+}
+
 #[test]
-fn tensorcore_is_refused_by_name() {
+fn tensorcore_gemm_runs_on_mma_sync_fed_by_ldmatrix() {
+    let k = kernel(TC_GEMM);
+    let c = config(&k, 64, 32);
+    let sm80 = emit_mlir(&k, &c, "sm_80", 32).unwrap();
+    assert!(sm80.mlir.contains("nvgpu.mma.sync"), "{}", sm80.mlir);
+    assert!(sm80.mlir.contains("mmaShape = [16, 8, 16]"));
+    // A untransposed (x4), B of `dot` is [K, N] and needs `.trans` (x2).
+    assert!(
+        sm80.mlir
+            .contains("{numTiles = 4 : i32, transpose = false}")
+    );
+    assert!(sm80.mlir.contains("{numTiles = 2 : i32, transpose = true}"));
+    // ldmatrix rows must be 16-byte aligned.
+    assert!(sm80.mlir.contains("{llvm.align = 16 : i64}"));
+    // The accumulator never goes through shared memory: only a and b do.
+    assert_eq!(sm80.shared_bytes, 2 * 64 * 32 * 2);
+    let sm75 = emit_mlir(&k, &c, "sm_75", 32).unwrap();
+    assert!(sm75.mlir.contains("mmaShape = [16, 8, 8]"), "{}", sm75.mlir);
+    assert!(sm75.mlir.contains("{numTiles = 1 : i32, transpose = true}"));
+}
+
+#[test]
+fn tensorcore_dot_t_loads_b_untransposed() {
     let src = "
 @tensorcore
+@launch(threads = 64)
+@grid(1)
+kernel t(A: tensor<f16>[32, 32], B: tensor<f16>[16, 32], C: tensor<f32>[32, 16]) {
+  C[0 :+ 32, 0 :+ 16] = dot_t(A[0 :+ 32, 0 :+ 32], B[0 :+ 16, 0 :+ 32])
+}
+";
+    let k = kernel(src);
+    let e = emit_mlir(&k, &k.default_config(), "sm_90", 64).unwrap();
+    assert!(e.mlir.contains("nvgpu.mma.sync"), "{}", e.mlir);
+    assert!(e.mlir.contains("{numTiles = 2 : i32, transpose = false}"));
+    assert!(!e.mlir.contains("transpose = true"));
+}
+
+#[test]
+fn tensorcore_configs_that_do_not_tile_are_pruned_with_the_rule() {
+    let k = kernel(TC_GEMM);
+    let why = |tm, tk, chip| match emit_mlir(&k, &config(&k, tm, tk), chip, 32) {
+        Err(MlirError::DoesNotFit(why)) => why,
+        other => panic!("expected DoesNotFit, got {other:?}"),
+    };
+    assert!(why(24, 32, "sm_80").contains("M % 16 == 0"));
+    // K = 8 is one m16n8k8 step on sm_75 but not a m16n8k16 step.
+    assert!(why(64, 8, "sm_80").contains("K % 16 == 0"));
+    assert!(emit_mlir(&k, &config(&k, 64, 8), "sm_75", 32).is_ok());
+    assert!(why(64, 32, "sm_70").contains("sm_75"));
+}
+
+#[test]
+fn tensorcore_needs_whole_warps_and_refuses_bf16_by_name() {
+    let src = "
+@tensorcore
+@launch(threads = 48)
 @grid(1)
 kernel t(A: tensor<f16>[16, 16], B: tensor<f16>[16, 16], C: tensor<f32>[16, 16]) {
   C[0 :+ 16, 0 :+ 16] = dot(A[0 :+ 16, 0 :+ 16], B[0 :+ 16, 0 :+ 16])
 }
 ";
     let err = emit_err(src);
-    assert!(err.to_string().contains("@tensorcore"), "{err}");
+    assert!(
+        matches!(&err, MlirError::DoesNotFit(w) if w.contains("multiple of 32")),
+        "{err}"
+    );
+    let k = kernel(&src.replace("threads = 48", "threads = 32"));
+    assert!(emit_mlir(&k, &k.default_config(), "sm_80", 32).is_ok());
+    let err = emit_err(
+        &src.replace("f16>", "bf16>")
+            .replace("threads = 48", "threads = 32"),
+    );
+    assert!(
+        matches!(&err, MlirError::Unsupported { .. }) && err.to_string().contains("bf16"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tensorcore_without_a_usable_contraction_is_a_hard_error() {
+    let no_dot = "
+@tensorcore
+@grid(1)
+kernel t(X: tensor<f16>[N], Y: tensor<f16>[N]) {
+  Y[0 :+ 32] = X[0 :+ 32]
+}
+";
+    let err = emit_err(no_dot);
+    assert!(
+        matches!(&err, MlirError::Unsupported { .. })
+            && err.to_string().contains("no rank-2 `dot`"),
+        "{err}"
+    );
+    let f32_dot = "
+@tensorcore
+@grid(1)
+kernel t(A: tensor<f32>[16, 16], B: tensor<f32>[16, 16], C: tensor<f32>[16, 16]) {
+  C[0 :+ 16, 0 :+ 16] = dot(A[0 :+ 16, 0 :+ 16], B[0 :+ 16, 0 :+ 16])
+}
+";
+    let err = emit_err(f32_dot);
+    assert!(
+        matches!(&err, MlirError::Unsupported { .. }) && err.to_string().contains("f32 and f32"),
+        "{err}"
+    );
 }
 
 #[test]
