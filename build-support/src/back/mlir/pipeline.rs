@@ -31,8 +31,19 @@ struct Phase {
     pipeline: String,
 }
 
-/// The pass pipeline for `target`, as phases in order.
-fn phases(target: &Target) -> Vec<Phase> {
+/// The pass pipeline for `target`, as phases in order. A module with
+/// `nvgpu` ops (`@pipeline`'s async copies) also runs
+/// `convert-nvgpu-to-nvvm`, which always lowers `index` to 64 bits (it has
+/// no index-bitwidth option and ignores DLTI): the memref descriptors it
+/// builds must match those of `convert-gpu-to-nvvm`, so such a module is
+/// lowered with 64-bit `index` throughout. Tensor offsets are unaffected;
+/// the emitter computes them in the variant's own index width.
+fn phases(target: &Target, uses_nvgpu: bool) -> Vec<Phase> {
+    let (nvgpu, index_bits) = if uses_nvgpu {
+        ("convert-nvgpu-to-nvvm, ", 64)
+    } else {
+        ("", target.index_bits)
+    };
     vec![
         Phase {
             name: "attach-target",
@@ -44,10 +55,9 @@ fn phases(target: &Target) -> Vec<Phase> {
         Phase {
             name: "lower-to-nvvm",
             pipeline: format!(
-                "builtin.module(gpu.module(convert-scf-to-cf, \
-                 convert-gpu-to-nvvm{{index-bitwidth={}}}, canonicalize, cse, \
-                 reconcile-unrealized-casts))",
-                target.index_bits
+                "builtin.module(gpu.module(convert-scf-to-cf, {nvgpu}\
+                 convert-gpu-to-nvvm{{index-bitwidth={index_bits}}}, canonicalize, cse, \
+                 reconcile-unrealized-casts))"
             ),
         },
         Phase {
@@ -58,9 +68,10 @@ fn phases(target: &Target) -> Vec<Phase> {
 }
 
 /// The whole pipeline as one `mlir-opt --pass-pipeline` string (for docs,
-/// reports and reproducing a failure by hand).
-pub fn pipeline_description(target: &Target) -> String {
-    phases(target)
+/// reports and reproducing a failure by hand); `uses_nvgpu` as for a
+/// module with `nvgpu` ops.
+pub fn pipeline_description(target: &Target, uses_nvgpu: bool) -> String {
+    phases(target, uses_nvgpu)
         .iter()
         .map(|p| p.pipeline.clone())
         .collect::<Vec<_>>()
@@ -125,7 +136,7 @@ pub fn mlir_to_ptx_observed(
                 diagnostics: take_diagnostics(),
             });
         }
-        for phase in phases(target) {
+        for phase in phases(target, uses_nvgpu(module_text)) {
             let manager = PassManager::new(&context);
             parse_pass_pipeline(manager.as_operation_pass_manager(), &phase.pipeline).map_err(
                 |e| MlirError::Pass {
@@ -143,6 +154,13 @@ pub fn mlir_to_ptx_observed(
     })();
     context.detach_diagnostic_handler(handler);
     result
+}
+
+/// Whether the module has `nvgpu` ops (comment lines aside).
+fn uses_nvgpu(module_text: &str) -> bool {
+    module_text
+        .lines()
+        .any(|l| !l.trim_start().starts_with("//") && l.contains("nvgpu."))
 }
 
 /// The assembly string of the first object of the first `gpu.binary`.

@@ -35,6 +35,7 @@
 mod expr;
 mod math;
 mod memory;
+mod pipelined;
 pub(crate) mod plan;
 mod reduce;
 mod stmt;
@@ -74,12 +75,8 @@ pub fn emit_kernel(
             "@tensorcore (the MLIR back end has only the SIMT path so far)",
         ));
     }
-    if kernel.pipeline {
-        return Err(MlirError::unsupported(
-            "@pipeline (no cp.async double buffering yet)",
-        ));
-    }
     let plan = plan::plan(kernel, config)?;
+    let pipeline = pipelined::plan_for(kernel, &plan)?;
     let threads = match kernel.launch {
         Some(launch) => launch.threads,
         None => default_threads(plan.max_tile_elements),
@@ -92,6 +89,7 @@ pub fn emit_kernel(
         )));
     }
     let mut emitter = Emitter::new(kernel, config, target, plan, threads);
+    emitter.pipeline.plan = pipeline;
     let args = emitter.signature()?;
     emitter.entry()?;
     emitter.block(&kernel.body)?;
@@ -169,6 +167,8 @@ pub(crate) struct Emitter<'k> {
     /// Nesting of element loops: inside one, threads diverge, so no
     /// cooperative (shuffle/barrier) code may be emitted.
     element_loop_depth: u32,
+    /// `@pipeline`: the loops to pipeline and the halves being read.
+    pipeline: pipelined::PipelineState<'k>,
 }
 
 impl<'k> Emitter<'k> {
@@ -204,6 +204,7 @@ impl<'k> Emitter<'k> {
             temps: Vec::new(),
             hoisted: HashMap::new(),
             element_loop_depth: 0,
+            pipeline: pipelined::PipelineState::default(),
         }
     }
 
@@ -311,8 +312,9 @@ impl<'k> Emitter<'k> {
             .sum();
         if shared_bytes > self.target.max_static_shared_bytes() {
             return Err(MlirError::DoesNotFit(format!(
-                "{shared_bytes} bytes of shared memory; static limit is {}",
-                self.target.max_static_shared_bytes()
+                "{shared_bytes} bytes of shared memory; static limit is {}{}",
+                self.target.max_static_shared_bytes(),
+                pipelined::doubling_note(self.pipeline.doubled_bytes)
             )));
         }
         let args_text = args
@@ -453,7 +455,8 @@ impl<'k> Emitter<'k> {
 
     fn buffer_load(&mut self, buf: usize, index: &Val) -> Val {
         let b = self.buffers[buf].clone();
-        let i = self.as_index(index);
+        let index = self.staged_index(buf, index);
+        let i = self.as_index(&index);
         self.t.def(
             b.ty,
             format!("memref.load {}[{i}] : {}", b.name, b.memref_type()),
@@ -462,7 +465,8 @@ impl<'k> Emitter<'k> {
 
     fn buffer_store(&mut self, buf: usize, index: &Val, value: &Val) {
         let b = self.buffers[buf].clone();
-        let i = self.as_index(index);
+        let index = self.staged_index(buf, index);
+        let i = self.as_index(&index);
         self.t.line(format!(
             "memref.store {value}, {}[{i}] : {}",
             b.name,
