@@ -54,6 +54,8 @@
 
 mod analysis;
 mod copies;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 
