@@ -26,6 +26,14 @@ fn artifacts() -> Vec<(&'static KernelArtifact, usize)> {
             &kernels::gemm_f16::ARTIFACT,
             kernels::gemm_f16::CONFIGS.len(),
         ),
+        (
+            &kernels::gemm_f32_pipe::ARTIFACT,
+            kernels::gemm_f32_pipe::CONFIGS.len(),
+        ),
+        (
+            &kernels::gemm_f16_pipe::ARTIFACT,
+            kernels::gemm_f16_pipe::CONFIGS.len(),
+        ),
         (&kernels::softmax::ARTIFACT, kernels::softmax::CONFIGS.len()),
         (
             &kernels::layernorm::ARTIFACT,

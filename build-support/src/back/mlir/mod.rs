@@ -12,6 +12,11 @@
 //! gpu-module-to-binary{format=isa}
 //! ```
 //!
+//! A module with `nvgpu` ops (`@pipeline` on sm_80+) also runs
+//! `convert-nvgpu-to-nvvm` first in the second step, with
+//! `index-bitwidth=64` for both conversions (that pass always uses 64-bit
+//! `index`; see `pipeline`).
+//!
 //! The last pass serializes with LLVM's NVPTX back end inside libMLIR, so no
 //! CUDA toolkit is involved. `PHOBOS_PRINT_PHASES=1` prints the IR after
 //! each phase to stderr. What is lowered, and the kernel ABI, are in

@@ -16,6 +16,20 @@
 //! two barriers. Out-of-bounds tensor elements are never touched: loads are
 //! guarded and yield `other` (default 0), stores and atomics are skipped.
 //!
+//! # `@pipeline`
+//!
+//! In a kernel marked `@pipeline`, innermost `for` loops whose body starts
+//! a shared tile with `let t = T[...]` (slice starts fixed apart from the
+//! loop variable) double-buffer those tiles: iteration `i + 1`'s tiles are
+//! loaded while iteration `i` computes. On sm_80+ the loads are `cp.async`
+//! copies (`nvgpu` dialect); sm_75 has no `cp.async`, so it prefetches into
+//! registers and stores to the other buffer after the body. Out-of-bounds
+//! elements read as `other`, as everywhere. A kernel marked `@pipeline`
+//! where no loop qualifies is an [`MlirError::NotPipelinable`] naming each
+//! loop's reason; a config whose doubled buffers exceed shared memory is
+//! pruned ([`MlirError::DoesNotFit`]). The schedule, with its barriers, is
+//! in `pipelined`'s module doc; the rules in `pipelined::analysis`.
+//!
 //! # Kernel ABI
 //!
 //! The entry point is named after the kernel and takes, in order:
