@@ -101,6 +101,29 @@ fn hand_written_saxpy_lowers_to_ptx_for_every_default_chip() {
     }
 }
 
+/// `@pipeline` copies with `cp.async` where the chip has it (sm_80+) and
+/// prefetches through registers where it does not (sm_75).
+#[test]
+fn pipelined_gemms_use_cp_async_from_sm_80_on() {
+    let ptxas = ptxas();
+    for kernel in example_kernels().into_iter().filter(|k| k.pipeline) {
+        let config = kernel.default_config();
+        for chip in ["sm_75", "sm_80", "sm_90"] {
+            let variant = mlir::compile_ptx(&kernel, &config, chip, 32)
+                .unwrap_or_else(|e| panic!("{} {chip}: {e}", kernel.name));
+            let has_async = variant.ptx.contains("cp.async.ca.shared.global");
+            assert_eq!(has_async, chip != "sm_75", "{} {chip}", kernel.name);
+            if has_async {
+                assert!(variant.ptx.contains("cp.async.commit_group"));
+                assert!(variant.ptx.contains("cp.async.wait_group"));
+            }
+            if let Some(p) = &ptxas {
+                assemble(p, &variant.ptx, chip, &format!("{}_pipe", kernel.name));
+            }
+        }
+    }
+}
+
 #[test]
 fn invalid_mlir_is_an_error_not_a_crash() {
     let target = Target::new("sm_80", 32).unwrap();

@@ -14,6 +14,10 @@ pub enum MlirError {
     /// threads); such configs are pruned, with this as the recorded reason.
     #[error("config does not fit: {0}")]
     DoesNotFit(String),
+    /// `@pipeline` on a kernel none of whose loops can be pipelined (or a
+    /// config that breaks a pipelined loop); the reason names each loop.
+    #[error("@pipeline on kernel `{kernel}`: {reason}")]
+    NotPipelinable { kernel: String, reason: String },
     /// A shape or tune expression has no value under the config.
     #[error("config {config}: {message}")]
     Config { config: String, message: String },

@@ -12,12 +12,12 @@
 //! gpu-module-to-binary{format=isa}
 //! ```
 //!
-//! A module with `nvgpu` ops (`@tensorcore`) lowers its `gpu.module` with
-//! `convert-scf-to-cf, convert-nvgpu-to-nvvm, convert-gpu-to-nvvm{index-bitwidth=64},
-//! convert-vector-to-llvm, canonicalize, cse, reconcile-unrealized-casts`
-//! instead: the nvgpu conversion only knows a 64-bit `index`, and `index`
-//! only addresses shared and private buffers (tensor offsets keep the
-//! variant's width).
+//! A module with `nvgpu` ops (`@tensorcore`, and `@pipeline` on sm_80+)
+//! lowers its `gpu.module` with `convert-scf-to-cf, convert-nvgpu-to-nvvm,
+//! convert-gpu-to-nvvm{index-bitwidth=64}, convert-vector-to-llvm,
+//! canonicalize, cse, reconcile-unrealized-casts` instead: the nvgpu
+//! conversion only knows a 64-bit `index`, and `index` only addresses
+//! shared and private buffers (tensor offsets keep the variant's width).
 //!
 //! The last pass serializes with LLVM's NVPTX back end inside libMLIR, so no
 //! CUDA toolkit is involved. `PHOBOS_PRINT_PHASES=1` prints the IR after

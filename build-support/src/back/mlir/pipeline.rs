@@ -31,15 +31,17 @@ struct Phase {
     pipeline: String,
 }
 
-/// The pass pipeline for `target`, as phases in order. `tensor_cores`:
-/// the module uses `nvgpu` ops (`@tensorcore`).
-fn phases(target: &Target, tensor_cores: bool) -> Vec<Phase> {
-    // convert-nvgpu-to-nvvm lowers memrefs with a 64-bit `index` and has no
-    // option to change that; the GPU lowering must agree with it, or the
-    // two memref descriptors meet in casts that LLVM cannot translate.
-    // `index` only addresses shared and private buffers (tensor offsets
-    // keep the variant's own width), so 64 bits there costs a few adds.
-    let lower = if tensor_cores {
+/// The pass pipeline for `target`, as phases in order. A module with
+/// `nvgpu` ops (`@tensorcore`'s mma.sync/ldmatrix, `@pipeline`'s async
+/// copies on sm_80+) also runs `convert-nvgpu-to-nvvm` and
+/// `convert-vector-to-llvm` (mma fragments are vectors). That conversion
+/// always lowers `index` to 64 bits (it has no index-bitwidth option and
+/// ignores DLTI), and the memref descriptors it builds must match those of
+/// `convert-gpu-to-nvvm`, so such a module is lowered with a 64-bit `index`
+/// throughout. `index` only addresses shared and private buffers; tensor
+/// offsets keep the variant's own width, computed by the emitter.
+fn phases(target: &Target, uses_nvgpu: bool) -> Vec<Phase> {
+    let lower = if uses_nvgpu {
         "convert-scf-to-cf, convert-nvgpu-to-nvvm, convert-gpu-to-nvvm{index-bitwidth=64}, \
          convert-vector-to-llvm, canonicalize, cse, reconcile-unrealized-casts"
             .to_string()
@@ -70,20 +72,14 @@ fn phases(target: &Target, tensor_cores: bool) -> Vec<Phase> {
 }
 
 /// The whole pipeline as one `mlir-opt --pass-pipeline` string (for docs,
-/// reports and reproducing a failure by hand); `tensor_cores` as in
-/// [`uses_tensor_cores`].
-pub fn pipeline_description(target: &Target, tensor_cores: bool) -> String {
-    phases(target, tensor_cores)
+/// reports and reproducing a failure by hand); `uses_nvgpu` as for a
+/// module with `nvgpu` ops.
+pub fn pipeline_description(target: &Target, uses_nvgpu: bool) -> String {
+    phases(target, uses_nvgpu)
         .iter()
         .map(|p| p.pipeline.clone())
         .collect::<Vec<_>>()
         .join(" ; ")
-}
-
-/// Whether emitted MLIR holds `nvgpu` ops (only `@tensorcore` kernels
-/// emit them), which select the tensor-core lowering.
-pub fn uses_tensor_cores(module_text: &str) -> bool {
-    module_text.contains("nvgpu.mma.sync")
 }
 
 fn new_context() -> Context {
@@ -144,7 +140,7 @@ pub fn mlir_to_ptx_observed(
                 diagnostics: take_diagnostics(),
             });
         }
-        for phase in phases(target, uses_tensor_cores(module_text)) {
+        for phase in phases(target, uses_nvgpu(module_text)) {
             let manager = PassManager::new(&context);
             parse_pass_pipeline(manager.as_operation_pass_manager(), &phase.pipeline).map_err(
                 |e| MlirError::Pass {
@@ -162,6 +158,13 @@ pub fn mlir_to_ptx_observed(
     })();
     context.detach_diagnostic_handler(handler);
     result
+}
+
+/// Whether the module has `nvgpu` ops (comment lines aside).
+fn uses_nvgpu(module_text: &str) -> bool {
+    module_text
+        .lines()
+        .any(|l| !l.trim_start().starts_with("//") && l.contains("nvgpu."))
 }
 
 /// The assembly string of the first object of the first `gpu.binary`.

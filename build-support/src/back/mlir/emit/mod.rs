@@ -43,6 +43,19 @@
 //!
 //! a config or chip breaking one is pruned ([`MlirError::DoesNotFit`]
 //! naming the rule), never compiled for the SIMT path instead.
+//! # `@pipeline`
+//!
+//! In a kernel marked `@pipeline`, innermost `for` loops whose body starts
+//! a shared tile with `let t = T[...]` (slice starts fixed apart from the
+//! loop variable) double-buffer those tiles: iteration `i + 1`'s tiles are
+//! loaded while iteration `i` computes. On sm_80+ the loads are `cp.async`
+//! copies (`nvgpu` dialect); sm_75 has no `cp.async`, so it prefetches into
+//! registers and stores to the other buffer after the body. Out-of-bounds
+//! elements read as `other`, as everywhere. A kernel marked `@pipeline`
+//! where no loop qualifies is an [`MlirError::NotPipelinable`] naming each
+//! loop's reason; a config whose doubled buffers exceed shared memory is
+//! pruned ([`MlirError::DoesNotFit`]). The schedule, with its barriers, is
+//! in `pipelined`'s module doc; the rules in `pipelined::analysis`.
 //!
 //! # Kernel ABI
 //!
@@ -65,6 +78,7 @@ pub(crate) mod fragment;
 mod math;
 mod memory;
 mod mma;
+mod pipelined;
 pub(crate) mod plan;
 mod reduce;
 mod stmt;
@@ -99,12 +113,8 @@ pub fn emit_kernel(
     config: &Config,
     target: &Target,
 ) -> Result<EmittedKernel, MlirError> {
-    if kernel.pipeline {
-        return Err(MlirError::unsupported(
-            "@pipeline (no cp.async double buffering yet)",
-        ));
-    }
     let plan = plan::plan(kernel, config)?;
+    let pipeline = pipelined::plan_for(kernel, &plan)?;
     let threads = match kernel.launch {
         Some(launch) => launch.threads,
         None => default_threads(plan.max_tile_elements),
@@ -123,6 +133,7 @@ pub fn emit_kernel(
     };
     let mut emitter = Emitter::new(kernel, config, target, plan, threads);
     emitter.tensor_cores = tensor_cores;
+    emitter.pipeline.plan = pipeline;
     let args = emitter.signature()?;
     emitter.entry()?;
     emitter.block(&kernel.body)?;
@@ -204,6 +215,8 @@ pub(crate) struct Emitter<'k> {
     element_loop_depth: u32,
     /// `@tensorcore` decisions for this variant.
     tensor_cores: Option<mma::TensorCores>,
+    /// `@pipeline`: the loops to pipeline and the halves being read.
+    pipeline: pipelined::PipelineState<'k>,
 }
 
 impl<'k> Emitter<'k> {
@@ -240,6 +253,7 @@ impl<'k> Emitter<'k> {
             hoisted: HashMap::new(),
             element_loop_depth: 0,
             tensor_cores: None,
+            pipeline: pipelined::PipelineState::default(),
         }
     }
 
@@ -347,8 +361,9 @@ impl<'k> Emitter<'k> {
             .sum();
         if shared_bytes > self.target.max_static_shared_bytes() {
             return Err(MlirError::DoesNotFit(format!(
-                "{shared_bytes} bytes of shared memory; static limit is {}",
-                self.target.max_static_shared_bytes()
+                "{shared_bytes} bytes of shared memory; static limit is {}{}",
+                self.target.max_static_shared_bytes(),
+                pipelined::doubling_note(self.pipeline.doubled_bytes)
             )));
         }
         let args_text = args
@@ -498,7 +513,8 @@ impl<'k> Emitter<'k> {
 
     fn buffer_load(&mut self, buf: usize, index: &Val) -> Val {
         let b = self.buffers[buf].clone();
-        let i = self.as_index(index);
+        let index = self.staged_index(buf, index);
+        let i = self.as_index(&index);
         self.t.def(
             b.ty,
             format!("memref.load {}[{i}] : {}", b.name, b.memref_type()),
@@ -507,7 +523,8 @@ impl<'k> Emitter<'k> {
 
     fn buffer_store(&mut self, buf: usize, index: &Val, value: &Val) {
         let b = self.buffers[buf].clone();
-        let i = self.as_index(index);
+        let index = self.staged_index(buf, index);
+        let i = self.as_index(&index);
         self.t.line(format!(
             "memref.store {value}, {}[{i}] : {}",
             b.name,

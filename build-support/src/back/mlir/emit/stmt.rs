@@ -20,7 +20,7 @@ impl<'k> Emitter<'k> {
         Ok(())
     }
 
-    fn stmt(&mut self, stmt: &Stmt) -> Result<(), MlirError> {
+    pub(super) fn stmt(&mut self, stmt: &Stmt) -> Result<(), MlirError> {
         match &stmt.kind {
             StmtKind::Let { local, value } => self.define(*local, value, true),
             StmtKind::Assign { local, value } => self.define(*local, value, false),
@@ -77,7 +77,7 @@ impl<'k> Emitter<'k> {
     }
 
     /// Evaluates a scalar expression (uniform across the CTA).
-    fn scalar(&mut self, e: &Expr) -> Result<Val, MlirError> {
+    pub(super) fn scalar(&mut self, e: &Expr) -> Result<Val, MlirError> {
         self.prepare(e, false)?;
         self.eval(e, &At::scalar())
     }
@@ -452,6 +452,9 @@ impl<'k> Emitter<'k> {
         step: &Expr,
         body: &[Stmt],
     ) -> Result<(), MlirError> {
+        if self.pipelined_for_loop(var, start, end, step, body)? {
+            return Ok(());
+        }
         let dtype = self.dtype_of(start)?;
         let ty = Ty::of(dtype);
         let lo = self.scalar(start)?;

@@ -1,0 +1,215 @@
+//! `@pipeline` in the emitted MLIR: buffers, copies, schedule and the
+//! reasons a kernel or config is refused.
+
+use crate::{
+    Source,
+    back::mlir::{MlirError, emit_mlir},
+    check_source, ir,
+};
+
+fn kernel(src: &str) -> ir::Kernel {
+    let module = check_source(&Source::file("test.ph", src))
+        .unwrap_or_else(|e| panic!("front end rejected the test kernel: {e:?}"));
+    module.kernels.into_iter().next().unwrap()
+}
+
+fn gemm(elem: &str) -> String {
+    format!(
+        "
+@autotune(TM in [32, 128], TN in [32, 128], TK in [8, 32])
+@pipeline
+@grid(cdiv(M, TM), cdiv(N, TN))
+kernel g(A: tensor<{elem}>[M, K], B: tensor<{elem}>[K, N], C: tensor<f32>[M, N]) {{
+  var acc: tile<f32>[TM, TN] = 0.0
+  for kt in range(0, K, TK) {{
+    let a = A[program_id(0) * TM :+ TM, kt :+ TK]
+    let b = B[kt :+ TK, program_id(1) * TN :+ TN]
+    acc += dot(a, b)
+  }}
+  C[program_id(0) * TM :+ TM, program_id(1) * TN :+ TN] = acc
+}}
+"
+    )
+}
+
+fn workgroup_buffers(mlir: &str) -> Vec<String> {
+    let header = mlir.lines().find(|l| l.contains("gpu.func")).unwrap();
+    let start = header.find("workgroup(").unwrap() + "workgroup(".len();
+    let end = start + header[start..].find(')').unwrap();
+    header[start..end]
+        .split(", %")
+        .map(|b| b.to_string())
+        .collect()
+}
+
+#[test]
+fn each_staged_tile_gets_two_halves_and_async_copies_on_sm_80() {
+    let k = kernel(&gemm("f32"));
+    let e = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap();
+    // a: 32x8 and b: 8x32 f32, each twice.
+    let buffers = workgroup_buffers(&e.mlir);
+    assert_eq!(buffers.len(), 2, "{buffers:?}");
+    assert!(
+        buffers
+            .iter()
+            .all(|b| b.contains("memref<512xf32, #gpu.address_space<workgroup>>")),
+        "{buffers:?}"
+    );
+    assert_eq!(e.shared_bytes, 2 * 2 * 32 * 8 * 4);
+    assert!(e.mlir.contains("nvgpu.device_async_copy"), "{}", e.mlir);
+    // One group in the prologue, one per iteration, and the wait for the
+    // previous one.
+    assert_eq!(e.mlir.matches("nvgpu.device_async_create_group").count(), 2);
+    assert!(e.mlir.contains("{numGroups = 1 : i32}"), "{}", e.mlir);
+    assert!(e.mlir.contains("iter_args(%half"), "{}", e.mlir);
+}
+
+#[test]
+fn sm_90_uses_the_same_async_copies() {
+    let k = kernel(&gemm("f16"));
+    let e = emit_mlir(&k, &k.default_config(), "sm_90", 64).unwrap();
+    // f16 elements move in pairs (4-byte copies), zero-filled past the edge.
+    assert!(
+        e.mlir
+            .lines()
+            .any(|l| l.contains("nvgpu.device_async_copy") && l.contains("], 2, %")),
+        "{}",
+        e.mlir
+    );
+}
+
+#[test]
+fn sm_75_prefetches_through_registers_without_nvgpu() {
+    let k = kernel(&gemm("f32"));
+    let e = emit_mlir(&k, &k.default_config(), "sm_75", 32).unwrap();
+    assert!(!e.mlir.contains("nvgpu"), "{}", e.mlir);
+    assert_eq!(workgroup_buffers(&e.mlir).len(), 2);
+    assert_eq!(e.shared_bytes, 2 * 2 * 32 * 8 * 4);
+    // acc (4 slots) plus one register buffer per staged tile (256
+    // elements over 256 threads: one slot each).
+    assert!(
+        e.mlir
+            .contains("memref<1xf32, #gpu.address_space<private>>"),
+        "{}",
+        e.mlir
+    );
+}
+
+#[test]
+fn the_loop_body_reads_the_current_half() {
+    let k = kernel(&gemm("f32"));
+    let e = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap();
+    // Half offsets are the carried half (0 or 1) times the tile size.
+    assert!(
+        e.mlir
+            .lines()
+            .any(|l| l.contains("arith.muli %half") && l.contains(": i32")),
+        "{}",
+        e.mlir
+    );
+}
+
+#[test]
+fn configs_that_no_longer_fit_when_doubled_are_pruned_with_the_reason() {
+    let k = kernel(&gemm("f32"));
+    let config = k
+        .configs()
+        .into_iter()
+        .find(|c| c.get("TM") == Some(128) && c.get("TN") == Some(128) && c.get("TK") == Some(32))
+        .unwrap();
+    match emit_mlir(&k, &config, "sm_80", 32).unwrap_err() {
+        MlirError::DoesNotFit(why) => {
+            assert!(why.contains("65536 bytes"), "{why}");
+            assert!(why.contains("@pipeline"), "{why}");
+        }
+        other => panic!("expected DoesNotFit, got {other}"),
+    }
+}
+
+fn refusal(src: &str) -> String {
+    let k = kernel(src);
+    match emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap_err() {
+        MlirError::NotPipelinable { kernel, reason } => {
+            assert_eq!(kernel, k.name);
+            reason
+        }
+        other => panic!("expected NotPipelinable, got {other}"),
+    }
+}
+
+#[test]
+fn a_slice_computed_inside_the_loop_is_refused_with_the_name() {
+    let why = refusal(
+        "
+@pipeline
+@grid(1)
+kernel t(A: tensor<f32>[N, N], B: tensor<f32>[N, N], C: tensor<f32>[N, N]) {
+  var acc: tile<f32>[16, 16] = 0.0
+  for kt in range(0, N, 16) {
+    let off = kt * 2
+    let a = A[0 :+ 16, off :+ 16]
+    acc += dot(a, B[0 :+ 16, 0 :+ 16])
+  }
+  C[0 :+ 16, 0 :+ 16] = acc
+}
+",
+    );
+    assert!(why.contains("`off`, computed inside the loop"), "{why}");
+}
+
+#[test]
+fn a_loop_without_shared_tiles_is_refused() {
+    let why = refusal(
+        "
+@pipeline
+@grid(1)
+kernel t(X: tensor<f32>[N], Y: tensor<f32>[N]) {
+  for i in range(0, N, 32) {
+    Y[i :+ 32] = X[i :+ 32] * 2.0
+  }
+}
+",
+    );
+    assert!(why.contains("loads no tile into shared memory"), "{why}");
+}
+
+#[test]
+fn a_kernel_without_loops_is_refused() {
+    let why = refusal(
+        "
+@pipeline
+@grid(1)
+kernel t(X: tensor<f32>[N], Y: tensor<f32>[N]) {
+  Y[0 :+ 32] = X[0 :+ 32]
+}
+",
+    );
+    assert!(why.contains("no `for` loop"), "{why}");
+}
+
+#[test]
+fn a_tensor_written_inside_the_loop_is_not_staged() {
+    let why = refusal(
+        "
+@pipeline
+@grid(1)
+kernel t(A: tensor<f32>[N, N], C: tensor<f32>[N, N]) {
+  for kt in range(0, N, 16) {
+    let a = A[0 :+ 16, kt :+ 16]
+    A[0 :+ 16, kt :+ 16] = transpose(a)
+  }
+  C[0 :+ 1, 0 :+ 1] = A[0 :+ 1, 0 :+ 1]
+}
+",
+    );
+    assert!(why.contains("`A` is written inside the loop"), "{why}");
+}
+
+#[test]
+fn kernels_without_the_attribute_are_unchanged() {
+    let src = gemm("f32").replace("@pipeline\n", "");
+    let k = kernel(&src);
+    let e = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap();
+    assert!(!e.mlir.contains("nvgpu"));
+    assert_eq!(e.shared_bytes, 2 * 32 * 8 * 4);
+}
