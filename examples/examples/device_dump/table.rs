@@ -69,6 +69,9 @@ pub fn entries() -> Vec<Entry> {
         },
         gemm_f32_like!(gemm_f32),
         gemm_f16_like!(gemm_f16),
+        gemm_f16_like!(gemm_f16_tc),
+        gemm_f32_like!(gemm_f32_pipe),
+        gemm_f16_like!(gemm_f16_pipe),
         Entry {
             artifact: &kernels::softmax::ARTIFACT,
             build: softmax_case,
@@ -86,6 +89,7 @@ pub fn entries() -> Vec<Entry> {
         },
         attention_like!(flash_attn_f32, f32),
         attention_like!(flash_attn_f16, f16),
+        attention_like!(flash_attn_f16_tc, f16),
         Entry {
             artifact: &kernels::gla_chunk::ARTIFACT,
             build: gla_case,
