@@ -29,6 +29,8 @@ fn artifacts() -> Vec<(&'static KernelArtifact, usize)> {
         (
             &kernels::gemm_f16_tc::ARTIFACT,
             kernels::gemm_f16_tc::CONFIGS.len(),
+        ),
+        (
             &kernels::gemm_f32_pipe::ARTIFACT,
             kernels::gemm_f32_pipe::CONFIGS.len(),
         ),
