@@ -104,7 +104,7 @@ def case(meta):
         ref = 0.5 * (a.double() @ b.double()) + 2.0 * cc.double()
         grid = [cdiv(m, c["TILE_M"]), cdiv(n, c["TILE_N"])]
         return {"A": a, "B": b, "C": cc}, {"alpha": 0.5, "beta": 2.0}, {"M": m, "K": kk, "N": n}, grid, "C", ref, 1e-4, 1e-4
-    if k == "gemm_f16":
+    if k in ("gemm_f16", "gemm_f16_tc"):
         m, kk, n = 100, 70, 90
         a, b, cc = rand(m, kk, dtype=torch.float16), rand(kk, n, dtype=torch.float16), torch.zeros(m, n, device="cuda")
         ref = a.double() @ b.double()
@@ -118,6 +118,17 @@ def case(meta):
         ref = p @ v.double()
         grid = [cdiv(s, c["BLOCK_M"]), h]
         return {"Q": q, "K": kt, "V": v, "O": o}, {"scale": scale}, {"H": h, "S": s, "T": t}, grid, "O", ref, 1e-3, 1e-4
+    if k in ("flash_attn_f16", "flash_attn_f16_tc"):
+        # p is rounded to f16 before P @ V and O is f16: ~2^-11 relative each.
+        h, s, t = 3, 70, 90
+        f16 = torch.float16
+        q, kt, v = rand(h, s, 64, dtype=f16), rand(h, t, 64, dtype=f16), rand(h, t, 64, dtype=f16)
+        o = torch.zeros(h, s, 64, device="cuda", dtype=f16)
+        scale = 0.125
+        p = torch.softmax(scale * q.double() @ kt.double().transpose(1, 2), dim=2)
+        ref = p @ v.double()
+        grid = [cdiv(s, c["BLOCK_M"]), h]
+        return {"Q": q, "K": kt, "V": v, "O": o}, {"scale": scale}, {"H": h, "S": s, "T": t}, grid, "O", ref, 1e-2, 1e-2
     if k == "gla_chunk":
         h, t = 2, 50
         q, kt, v = rand(h, t, 64), rand(h, t, 64), rand(h, t, 64)
