@@ -322,7 +322,7 @@ impl<'k> Emitter<'k> {
         self.locals
             .insert(tile.local, LocalHome::Tile(buf, TileHome::Shared));
         let registers = (!async_copies).then(|| {
-            let slots = self.slots_for(elements);
+            let slots = self.slots_for(&extents);
             self.new_buffer(mem_ty, slots, Space::Private)
         });
         let global = async_copies.then(|| self.global_view(tile.tensor, mem_ty));
