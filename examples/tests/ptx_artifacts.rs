@@ -7,6 +7,9 @@
 //! Python package `nvidia-cuda-nvcc-cu12` (`make test` installs it and sets
 //! `PHOBOS_PTXAS`). Without it the assembly is skipped with a note, unless
 //! `PHOBOS_REQUIRE_PTXAS=1`, which makes that a failure.
+//!
+//! A build that saw `PHOBOS_PTXAS` ran `ptxas -v` on every variant, so each
+//! embedded variant carries its register count and fits the register file.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -124,25 +127,82 @@ fn every_config_and_chip_is_a_variant_or_pruned_with_a_reason() {
     print_sizes();
 }
 
+/// The registers of the kernel's variants, as `min..max`, or `-` when the
+/// build had no ptxas.
+fn register_range(artifact: &KernelArtifact) -> String {
+    let registers: Vec<u32> = artifact
+        .variants
+        .iter()
+        .filter_map(|v| v.registers)
+        .collect();
+    match (registers.iter().min(), registers.iter().max()) {
+        (Some(min), Some(max)) => format!("{min}..{max}"),
+        _ => "-".into(),
+    }
+}
+
 /// Variants, pruned pairs and embedded bytes per kernel (BENCHMARKS.md
 /// quotes this; run with `--nocapture`).
 fn print_sizes() {
     let (mut total_raw, mut total_lz4, mut total_variants) = (0, 0, 0);
-    eprintln!("kernel | configs | variants | pruned | PTX bytes | embedded (lz4) bytes");
+    eprintln!(
+        "kernel | configs | variants | pruned (by registers) | registers | PTX bytes | embedded (lz4) bytes"
+    );
     for (artifact, configs) in artifacts() {
         let raw: usize = artifact.variants.iter().map(|v| v.ptx_len_bytes).sum();
         let lz4: usize = artifact.variants.iter().map(|v| v.ptx_lz4.len()).sum();
+        let by_registers = artifact
+            .pruned
+            .iter()
+            .filter(|p| p.reason.contains("registers per thread"))
+            .count();
         eprintln!(
-            "{} | {configs} | {} | {} | {raw} | {lz4}",
+            "{} | {configs} | {} | {} ({by_registers}) | {} | {raw} | {lz4}",
             artifact.name,
             artifact.variants.len(),
-            artifact.pruned.len()
+            artifact.pruned.len(),
+            register_range(artifact)
         );
         total_raw += raw;
         total_lz4 += lz4;
         total_variants += artifact.variants.len();
     }
     eprintln!("total | | {total_variants} | | {total_raw} | {total_lz4}");
+}
+
+/// Registers are recorded when the build ran with `PHOBOS_PTXAS` (the
+/// variable is read at run time, so run the test as the crate was built:
+/// `make test` sets it for both).
+#[test]
+fn with_phobos_ptxas_every_variant_records_registers_that_fit() {
+    if !ptx_built() {
+        return;
+    }
+    if std::env::var_os("PHOBOS_PTXAS").is_none_or(|p| p.is_empty()) {
+        eprintln!("note: PHOBOS_PTXAS not set; registers not checked");
+        return;
+    }
+    for (artifact, _) in artifacts() {
+        for variant in artifact.variants {
+            let what = format!("{} {} {:?}", artifact.name, variant.chip, variant.config);
+            let registers = variant
+                .registers
+                .unwrap_or_else(|| panic!("{what}: no registers recorded"));
+            assert!((1..=255).contains(&registers), "{what}: {registers}");
+            assert!(variant.spill_bytes.is_some(), "{what}");
+            assert!(
+                phobos_build::back::mlir::ptxas::register_file_overflow(registers, variant.threads)
+                    .is_none(),
+                "{what}: {registers} registers x {} threads",
+                variant.threads
+            );
+            // The plain product, as a cross-check of the warp rule.
+            assert!(registers * variant.threads <= 65536, "{what}");
+        }
+        for pruned in artifact.pruned {
+            assert!(!pruned.reason.is_empty(), "{pruned:?}");
+        }
+    }
 }
 
 #[test]

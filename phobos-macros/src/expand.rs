@@ -116,7 +116,7 @@ fn compile(
     };
     match host::generate_with_ptx(&module, source_text, |_| ptx.next().flatten()) {
         Ok(tokens) => {
-            let track = track_chips_env();
+            let track = track_build_env();
             quote!(#track #tokens)
         }
         Err(errors) => {
@@ -162,15 +162,19 @@ fn embedded_ptx(
     Ok(module.kernels.iter().map(|_| None).collect())
 }
 
-/// With `ptx`, the embedded variants depend on `PHOBOS_CHIPS`; reading it
-/// through `option_env!` puts it in the crate's dep-info, so cargo rebuilds
-/// the crate when it changes (proc macros cannot declare that themselves on
-/// stable Rust).
-fn track_chips_env() -> TokenStream {
+/// With `ptx`, the embedded variants depend on `PHOBOS_CHIPS` (which
+/// chips) and `PHOBOS_PTXAS` (registers measured, configs pruned by them);
+/// reading them through `option_env!` puts them in the crate's dep-info, so
+/// cargo rebuilds the crate when they change (proc macros cannot declare
+/// that themselves on stable Rust). A ptxas appearing on PATH is not seen
+/// until the crate rebuilds for another reason.
+fn track_build_env() -> TokenStream {
     if cfg!(feature = "ptx") {
-        let name = phobos_build::back::mlir::CHIPS_ENV;
+        let chips = phobos_build::back::mlir::CHIPS_ENV;
+        let ptxas = phobos_build::back::mlir::ptxas::PTXAS_ENV;
         quote!(
-            const _: ::core::option::Option<&str> = ::core::option_env!(#name);
+            const _: ::core::option::Option<&str> = ::core::option_env!(#chips);
+            const _: ::core::option::Option<&str> = ::core::option_env!(#ptxas);
         )
     } else {
         TokenStream::new()
@@ -289,6 +293,7 @@ mod tests {
             index_bits: vec![32],
             cache: Some(crate::ptx::cache::Cache::new(dir.path().join("ptx"))),
             jobs: 2,
+            ptxas: Ok(None),
         };
         let source = "@autotune(BLOCK in [64, 128]) @grid(cdiv(N, BLOCK)) kernel twice(x: tensor<f32>[N], y: tensor<f32>[N]) {\n let i = program_id(0) * BLOCK\n y[i :+ BLOCK] = x[i :+ BLOCK] * 2.0\n }";
         let first = inline_with(source.parse().unwrap(), &settings).to_string();
@@ -296,6 +301,7 @@ mod tests {
         assert!(!first.contains("compile_error"), "{first}");
         assert!(first.contains("ARTIFACT") && first.contains("ptx_built : true"));
         assert!(first.contains("option_env ! (\"PHOBOS_CHIPS\")"), "{first}");
+        assert!(first.contains("option_env ! (\"PHOBOS_PTXAS\")"), "{first}");
         assert_eq!(first, second, "cached PTX must embed the same bytes");
 
         let log = std::fs::read_to_string(dir.path().join("ptx").join("build.log")).unwrap();

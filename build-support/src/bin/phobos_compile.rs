@@ -47,6 +47,11 @@ struct Args {
     /// `--emit ptx`: which kernel of the file (needed when it has several).
     #[arg(long)]
     kernel: Option<String>,
+    /// `--emit ptx`: also run `ptxas -v` (found as the build finds it:
+    /// `PHOBOS_PTXAS`, PATH, the PyPI package) and print the registers,
+    /// spills and whether the CTA fits the register file to stderr.
+    #[arg(short = 'v', long)]
+    verbose: bool,
     /// Write the output here instead of stdout.
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
@@ -155,7 +160,40 @@ fn emit_ptx(module: &ir::Module, args: &Args) -> anyhow::Result<String> {
         "{} [{config}] {} index_bits={}: threads={} shared_bytes={}",
         kernel.name, variant.chip, variant.index_bits, variant.threads, variant.shared_bytes
     );
+    if args.verbose {
+        print_resource_usage(&variant)?;
+    }
     Ok(variant.ptx)
+}
+
+/// `ptxas -v`'s view of `variant`, on stderr.
+#[cfg(feature = "ptx")]
+fn print_resource_usage(variant: &phobos_build::back::mlir::PtxVariant) -> anyhow::Result<()> {
+    use phobos_build::back::mlir::ptxas::{self, Ptxas};
+    let Some(ptxas) = Ptxas::detect()? else {
+        eprintln!(
+            "no ptxas ({}, PATH, pip package nvidia-cuda-nvcc-cu12): resource usage not measured",
+            ptxas::PTXAS_ENV
+        );
+        return Ok(());
+    };
+    let usage = ptxas.measure(&variant.ptx, &variant.chip, &variant.kernel)?;
+    let fit = ptxas::register_file_overflow(usage.registers, variant.threads).map_or_else(
+        || "fits the register file".to_string(),
+        |why| format!("does NOT fit: {why}"),
+    );
+    eprintln!(
+        "ptxas -v ({}): registers={} spill_stores_bytes={} spill_loads_bytes={} \
+         stack_frame_bytes={} shared_bytes={}; {} threads {fit}",
+        ptxas.version,
+        usage.registers,
+        usage.spill_store_bytes,
+        usage.spill_load_bytes,
+        usage.stack_frame_bytes,
+        usage.shared_bytes,
+        variant.threads
+    );
+    Ok(())
 }
 
 #[cfg(not(feature = "ptx"))]

@@ -6,6 +6,16 @@
 //! format) is a miss. Writes go to a temporary file that is renamed into
 //! place, so a reader never sees half an entry. Correctness never depends on
 //! the cache: every failure to read or write it only costs a recompile.
+//!
+//! The key holds only what the PTX depends on, never whether ptxas was
+//! found: PTX comes from MLIR alone. The `ptxas -v` reading is stored in
+//! the entry beside the PTX, tagged with the ptxas build that made it, and
+//! is used only by a build with that same ptxas. A build with another
+//! ptxas, or one whose entry was written without ptxas, re-runs `ptxas -v`
+//! on the cached PTX (milliseconds, no MLIR) and rewrites the entry; a
+//! build without ptxas embeds no register count whatever the entry holds.
+//! So an entry from a ptxas-less build never pins `None` on later builds,
+//! and a ptxas upgrade never serves the old release's counts.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -19,7 +29,7 @@ pub const CACHE_DIR_ENV: &str = "PHOBOS_CACHE_DIR";
 /// The log file in the cache dir: one line per kernel build.
 pub const LOG_FILE: &str = "build.log";
 
-const MAGIC: &str = "phobos-ptx-cache 1";
+const MAGIC: &str = "phobos-ptx-cache 2";
 
 /// The cache directory from the environment, if one can be named.
 pub fn dir_from_env() -> Option<PathBuf> {
@@ -44,6 +54,18 @@ pub struct Entry {
     pub ptx: String,
     pub threads: u32,
     pub shared_bytes: u64,
+    /// `ptxas -v` on this PTX; `None` until a build with ptxas measures it.
+    pub measured: Option<Measured>,
+}
+
+/// What one ptxas said about a variant's PTX.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Measured {
+    /// [`phobos_build::back::mlir::ptxas::Ptxas::version`] of the ptxas.
+    pub ptxas_version: String,
+    pub registers: u32,
+    /// Spill stores plus spill loads, in bytes.
+    pub spill_bytes: u64,
 }
 
 /// A cache rooted at a directory (created on first store).
@@ -130,8 +152,17 @@ impl Cache {
 }
 
 fn render_entry(key: &str, entry: &Entry) -> String {
+    let measured = match &entry.measured {
+        Some(m) => format!(
+            "ptxas {}\nregisters {}\nspill_bytes {}",
+            escape_key(&m.ptxas_version),
+            m.registers,
+            m.spill_bytes
+        ),
+        None => "ptxas -\nregisters -\nspill_bytes -".to_string(),
+    };
     format!(
-        "{MAGIC}\nkey {}\nthreads {}\nshared_bytes {}\nptx_len_bytes {}\nptx_fnv1a {:016x}\n\n{}",
+        "{MAGIC}\nkey {}\nthreads {}\nshared_bytes {}\n{measured}\nptx_len_bytes {}\nptx_fnv1a {:016x}\n\n{}",
         escape_key(key),
         entry.threads,
         entry.shared_bytes,
@@ -163,13 +194,42 @@ fn parse_entry(text: &str, key: &str) -> Option<Entry> {
     }
     let threads = field("threads")?.parse().ok()?;
     let shared_bytes = field("shared_bytes")?.parse().ok()?;
+    let ptxas = field("ptxas")?;
+    let registers = field("registers")?;
+    let spill_bytes = field("spill_bytes")?;
+    let measured = match (ptxas.as_str(), registers.as_str(), spill_bytes.as_str()) {
+        ("-", "-", "-") => None,
+        (version, registers, spill_bytes) => Some(Measured {
+            ptxas_version: unescape_key(version),
+            registers: registers.parse().ok()?,
+            spill_bytes: spill_bytes.parse().ok()?,
+        }),
+    };
     let len: usize = field("ptx_len_bytes")?.parse().ok()?;
     let checksum = u64::from_str_radix(&field("ptx_fnv1a")?, 16).ok()?;
     (ptx.len() == len && fnv1a(ptx) == checksum).then(|| Entry {
         ptx: ptx.to_string(),
         threads,
         shared_bytes,
+        measured,
     })
+}
+
+fn unescape_key(escaped: &str) -> String {
+    let mut out = String::with_capacity(escaped.len());
+    let mut chars = escaped.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -181,6 +241,18 @@ mod tests {
             ptx: ".version 7.0\n\n.target sm_80\n".into(),
             threads: 128,
             shared_bytes: 4096,
+            measured: None,
+        }
+    }
+
+    fn measured_entry() -> Entry {
+        Entry {
+            measured: Some(Measured {
+                ptxas_version: "Build cuda_12.9.r12.9/compiler.36037853_0".into(),
+                registers: 40,
+                spill_bytes: 16,
+            }),
+            ..entry()
         }
     }
 
@@ -198,16 +270,37 @@ mod tests {
     }
 
     #[test]
-    fn damaged_entries_are_misses() {
+    fn a_measurement_round_trips_and_replaces_none() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::new(dir.path().to_path_buf());
         cache.store("k", "key", &entry());
+        assert_eq!(cache.load("k", "key").unwrap().measured, None);
+        cache.store("k", "key", &measured_entry());
+        assert_eq!(cache.load("k", "key"), Some(measured_entry()));
+        let odd = Entry {
+            measured: Some(Measured {
+                ptxas_version: "a\\b\nc".into(),
+                ..measured_entry().measured.unwrap()
+            }),
+            ..entry()
+        };
+        cache.store("k", "key", &odd);
+        assert_eq!(cache.load("k", "key"), Some(odd));
+    }
+
+    #[test]
+    fn damaged_entries_are_misses() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path().to_path_buf());
+        cache.store("k", "key", &measured_entry());
         let path = cache.path_for("k", "key");
         let good = std::fs::read_to_string(&path).unwrap();
         for damaged in [
             good[..good.len() - 3].to_string(),
             good.replace(".target sm_80", ".target sm_90"),
             good.replace("threads 128", "threads x"),
+            good.replace("registers 40", "registers x"),
+            good.replace("registers 40", "registers -"),
             good.replace(MAGIC, "phobos-ptx-cache 0"),
             String::new(),
         ] {

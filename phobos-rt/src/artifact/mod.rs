@@ -31,6 +31,12 @@ pub struct PtxVariant {
     pub threads: u32,
     /// Static shared memory the kernel declares.
     pub shared_bytes: u64,
+    /// Registers per thread, as `ptxas -v` reported at build time; `None`
+    /// when the build had no ptxas (and so could not prune by registers).
+    pub registers: Option<u32>,
+    /// Bytes of spill stores plus spill loads in the code (`ptxas -v`);
+    /// `None` without ptxas.
+    pub spill_bytes: Option<u64>,
 }
 
 impl PtxVariant {

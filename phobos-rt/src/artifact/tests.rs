@@ -13,6 +13,8 @@ fn variant(chip: &'static str, ptx: &str) -> PtxVariant {
         ptx_len_bytes: ptx.len(),
         threads: 128,
         shared_bytes: 0,
+        registers: None,
+        spill_bytes: None,
     }
 }
 

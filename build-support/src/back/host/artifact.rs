@@ -22,6 +22,11 @@ pub struct EmbeddedVariant {
     pub ptx_len_bytes: usize,
     pub threads: u32,
     pub shared_bytes: u64,
+    /// Registers per thread from `ptxas -v`; `None` when the build had no
+    /// ptxas (the build log says register pruning was skipped).
+    pub registers: Option<u32>,
+    /// Spill stores plus spill loads from `ptxas -v`, in bytes.
+    pub spill_bytes: Option<u64>,
 }
 
 /// A config not compiled for a chip, and why.
@@ -62,6 +67,8 @@ pub fn artifact_static(
         let len = v.ptx_len_bytes;
         let threads = v.threads;
         let shared = v.shared_bytes;
+        let registers = option_tokens(v.registers.map(Literal::u32_suffixed));
+        let spill_bytes = option_tokens(v.spill_bytes.map(Literal::u64_suffixed));
         quote!(#a::PtxVariant {
             config: #config,
             chip: #chip,
@@ -70,6 +77,8 @@ pub fn artifact_static(
             ptx_len_bytes: #len,
             threads: #threads,
             shared_bytes: #shared,
+            registers: #registers,
+            spill_bytes: #spill_bytes,
         })
     });
     let pruned = ptx.pruned.iter().map(|pr| {
@@ -131,6 +140,13 @@ pub fn artifact_static(
     }
 }
 
+fn option_tokens(value: Option<Literal>) -> TokenStream {
+    match value {
+        Some(value) => quote!(::core::option::Option::Some(#value)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
 fn config_tokens(config: &Config) -> TokenStream {
     let pairs = config.values.iter().map(|(name, value)| {
         let value = Literal::i64_suffixed(*value);
@@ -166,6 +182,8 @@ mod tests {
             ptx_len_bytes: 9,
             threads: 64,
             shared_bytes: 0,
+            registers: Some(20),
+            spill_bytes: Some(0),
         }
     }
 
