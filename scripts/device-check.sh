@@ -13,6 +13,10 @@
 # in a fake GPU and needs numpy only):
 #   python3 scripts/device_check.py .device --dry-run
 #   python3 scripts/device_check_selftest.py .device
+# Optional, for @pipeline's copy paths on strided/misaligned layouts (runs
+# when .device/mlir exists; default config of each gemm on every chip):
+#   PHOBOS_DUMP_PTX_DIR=.device/mlir PHOBOS_CHIPS=sm_75,sm_80,sm_90 \
+#     cargo test -p phobos-build --features ptx --test mlir_ptx example_kernels_at_default_config
 # Run on the device (budgets end it within about 3 minutes), carrying .device:
 #   bash scripts/device-check.sh            # carry=[".device"]
 # Options after the script name go to device_check.py (--only gemm_f32,
@@ -29,5 +33,10 @@ fi
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' || true
-  PYTHONUNBUFFERED=1 python3 scripts/device_check.py .device --out "$OUT" "$@"
+  status=0
+  PYTHONUNBUFFERED=1 python3 scripts/device_check.py .device --out "$OUT" "$@" || status=1
+  if [[ -d .device/mlir ]]; then
+    PYTHONUNBUFFERED=1 python3 scripts/pipeline_device_check.py .device/mlir || status=1
+  fi
+  exit "$status"
 } 2>&1 | tee "$OUT/device_check.log"
