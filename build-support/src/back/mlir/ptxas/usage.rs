@@ -107,9 +107,5 @@ pub fn parse_verbose(text: &str, entry: &str) -> Option<ResourceUsage> {
 /// The integer right before ` <what>` in `line` ("64 registers" -> 64).
 fn number_before(line: &str, what: &str) -> Option<u64> {
     let end = line.find(&format!(" {what}"))?;
-    line[..end]
-        .rsplit([' ', ',', ':'])
-        .next()?
-        .parse()
-        .ok()
+    line[..end].rsplit([' ', ',', ':']).next()?.parse().ok()
 }
