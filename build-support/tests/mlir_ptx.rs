@@ -348,32 +348,41 @@ fn parallel_compilation_is_safe_and_deterministic() {
 }
 
 /// `@tensorcore` reaches the tensor cores on every chip: m16n8k16 where
-/// sm_80 has it, m16n8k8 on sm_75, fragments loaded with ldmatrix.
+/// sm_80 has it, m16n8k8 on sm_75, fragments loaded with ldmatrix; with
+/// `@pipeline` too (cp.async staging on sm_80+).
 #[test]
 fn tensorcore_gemm_lowers_to_mma_sync_and_ldmatrix_on_every_chip() {
     let ptxas = ptxas();
-    let kernel = example_kernels()
-        .into_iter()
-        .find(|k| k.name == "gemm_f16_tc")
-        .unwrap();
-    let config = kernel.default_config();
-    for (chip, shape) in [
-        ("sm_75", "m16n8k8"),
-        ("sm_80", "m16n8k16"),
-        ("sm_90", "m16n8k16"),
-    ] {
-        for index_bits in [32, 64] {
-            let variant = mlir::compile_ptx(&kernel, &config, chip, index_bits)
-                .unwrap_or_else(|e| panic!("{chip}: {e}"));
-            let mma = format!("mma.sync.aligned.{shape}.row.col.f32.f16.f16.f32");
-            assert!(variant.ptx.contains(&mma), "{chip}: no {mma}");
-            assert!(variant.ptx.contains("ldmatrix.sync.aligned.m8n8"), "{chip}");
-            assert!(
-                variant.ptx.contains(".trans"),
-                "{chip}: B of dot needs .trans"
-            );
-            if let Some(p) = &ptxas {
-                assemble(p, &variant.ptx, chip, &format!("gemm_f16_tc_i{index_bits}"));
+    for name in ["gemm_f16_tc", "gemm_f16_tc_pipe"] {
+        let kernel = example_kernels()
+            .into_iter()
+            .find(|k| k.name == name)
+            .unwrap();
+        let config = kernel.default_config();
+        for (chip, shape) in [
+            ("sm_75", "m16n8k8"),
+            ("sm_80", "m16n8k16"),
+            ("sm_90", "m16n8k16"),
+        ] {
+            for index_bits in [32, 64] {
+                let variant = mlir::compile_ptx(&kernel, &config, chip, index_bits)
+                    .unwrap_or_else(|e| panic!("{name} {chip}: {e}"));
+                let mma = format!("mma.sync.aligned.{shape}.row.col.f32.f16.f16.f32");
+                assert!(variant.ptx.contains(&mma), "{name} {chip}: no {mma}");
+                assert!(
+                    variant.ptx.contains("ldmatrix.sync.aligned.m8n8"),
+                    "{name} {chip}"
+                );
+                assert!(
+                    variant.ptx.contains(".trans"),
+                    "{name} {chip}: B of dot needs .trans"
+                );
+                if name.ends_with("_pipe") && chip != "sm_75" {
+                    assert!(variant.ptx.contains("cp.async"), "{name} {chip}");
+                }
+                if let Some(p) = &ptxas {
+                    assemble(p, &variant.ptx, chip, &format!("{name}_i{index_bits}"));
+                }
             }
         }
     }

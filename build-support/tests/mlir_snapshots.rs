@@ -44,6 +44,7 @@ snapshot_example!(layernorm, "layernorm.ph");
 snapshot_example!(gemm_f32, "gemm_f32.ph");
 snapshot_example!(gemm_f16, "gemm_f16.ph");
 snapshot_example!(gemm_f16_tc, "gemm_f16_tc.ph");
+snapshot_example!(gemm_f16_tc_pipe, "gemm_f16_tc_pipe.ph");
 snapshot_example!(gemm_f16_pipe, "gemm_f16_pipe.ph");
 snapshot_example!(flash_attn_f32, "flash_attn_f32.ph");
 snapshot_example!(flash_attn_f16, "flash_attn_f16.ph");

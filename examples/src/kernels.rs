@@ -5,6 +5,7 @@ phobos::kernel_file!("kernels/saxpy.ph");
 phobos::kernel_file!("kernels/gemm_f32.ph");
 phobos::kernel_file!("kernels/gemm_f16.ph");
 phobos::kernel_file!("kernels/gemm_f16_tc.ph");
+phobos::kernel_file!("kernels/gemm_f16_tc_pipe.ph");
 phobos::kernel_file!("kernels/gemm_f32_pipe.ph");
 phobos::kernel_file!("kernels/gemm_f16_pipe.ph");
 phobos::kernel_file!("kernels/softmax.ph");

@@ -34,6 +34,10 @@ fn artifacts() -> Vec<(&'static KernelArtifact, usize)> {
             kernels::gemm_f16_tc::CONFIGS.len(),
         ),
         (
+            &kernels::gemm_f16_tc_pipe::ARTIFACT,
+            kernels::gemm_f16_tc_pipe::CONFIGS.len(),
+        ),
+        (
             &kernels::gemm_f32_pipe::ARTIFACT,
             kernels::gemm_f32_pipe::CONFIGS.len(),
         ),

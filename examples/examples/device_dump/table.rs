@@ -70,6 +70,7 @@ pub fn entries() -> Vec<Entry> {
         gemm_f32_like!(gemm_f32),
         gemm_f16_like!(gemm_f16),
         gemm_f16_like!(gemm_f16_tc),
+        gemm_f16_like!(gemm_f16_tc_pipe),
         gemm_f32_like!(gemm_f32_pipe),
         gemm_f16_like!(gemm_f16_pipe),
         Entry {

@@ -12,7 +12,9 @@
 
 use half::f16;
 use phobos_examples::check::{F32_UNIT_ROUNDOFF, first_mismatch, to_f64};
-use phobos_examples::kernels::{gemm_f16, gemm_f16_pipe, gemm_f16_tc, gemm_f32, gemm_f32_pipe};
+use phobos_examples::kernels::{
+    gemm_f16, gemm_f16_pipe, gemm_f16_tc, gemm_f16_tc_pipe, gemm_f32, gemm_f32_pipe,
+};
 use phobos_examples::random::SplitMix64;
 use phobos_examples::reference::gemm::{gemm, matmul};
 use proptest::prelude::*;
@@ -92,3 +94,7 @@ gemm_f16_property!(gemm_f16_pipe_matches_reference, gemm_f16_pipe);
 // The host back end ignores @tensorcore; the same bound holds on tensor
 // cores (exact f16 products, f32 accumulation in some order).
 gemm_f16_property!(gemm_f16_tc_matches_the_gemm_f16_reference, gemm_f16_tc);
+gemm_f16_property!(
+    gemm_f16_tc_pipe_matches_the_gemm_f16_reference,
+    gemm_f16_tc_pipe
+);

@@ -9,6 +9,7 @@ const KERNELS: &[&str] = &[
     "gemm_f32",
     "gemm_f16",
     "gemm_f16_tc",
+    "gemm_f16_tc_pipe",
     "softmax",
     "layernorm",
     "rmsnorm",

@@ -235,14 +235,18 @@ impl<'k> Emitter<'k> {
     }
 
     /// Runs `dot`/`dot_t` (`e`) on tensor cores; returns the private buffer
-    /// holding the result in the C-fragment layout of `e`'s extents. Every
-    /// thread of the CTA must reach this (mma.sync is warp collective).
+    /// holding the result in the C-fragment layout of `e`'s extents. With
+    /// `accumulator`, that buffer (an f32 tile of `e`'s extents, hence in
+    /// the same layout) is both mma.sync's C operand and where D goes, so
+    /// `acc += dot(a, b)` needs no temporary. Every thread of the CTA must
+    /// reach this (mma.sync is warp collective).
     pub(super) fn tensor_core_dot(
         &mut self,
         func: Builtin,
         a: &Expr,
         b: &Expr,
         e: &Expr,
+        accumulator: Option<usize>,
     ) -> Result<usize, MlirError> {
         let out_ext = self.extents(e)?;
         let a_ext = self.extents(a)?;
@@ -266,7 +270,10 @@ impl<'k> Emitter<'k> {
         self.barrier();
         let mk = tc.k;
         let (warp, lane) = self.warp_and_lane()?;
-        let out = self.new_buffer(Ty::F32, tiling.slots().max(1) as u64, Space::Private);
+        let out = match accumulator {
+            Some(buf) => buf,
+            None => self.new_buffer(Ty::F32, tiling.slots().max(1) as u64, Space::Private),
+        };
         // Lane parts of the ldmatrix addresses: the same for every block.
         let a_row = self.formula(fragment::LDM_A_ROW, &lane, None)?;
         let a_col = self.formula(mk.ldm_a_col(), &lane, None)?;
@@ -311,10 +318,27 @@ impl<'k> Emitter<'k> {
             } else {
                 self.mul_add(&b_row, b_cols, &col0)
             };
-            let zero = self.t.fresh("z");
-            self.t.line(format!(
-                "{zero} = arith.constant dense<0.0> : vector<2x2xf32>"
-            ));
+            // A `@pipeline` staged operand lives in one half of a doubled
+            // buffer; ldmatrix must read the half this iteration owns.
+            let a_base = self.staged_index(a_buf, &a_base);
+            let b_base = self.staged_index(b_buf, &b_base);
+            let c_in = self.t.fresh("c");
+            match accumulator {
+                Some(_) => {
+                    let mut c = Vec::new();
+                    for r in 0..4 {
+                        let slot = self.const_i32(4 * i + r);
+                        c.push(self.buffer_load(out, &slot).name);
+                    }
+                    self.t.line(format!(
+                        "{c_in} = vector.from_elements {} : vector<2x2xf32>",
+                        c.join(", ")
+                    ));
+                }
+                None => self.t.line(format!(
+                    "{c_in} = arith.constant dense<0.0> : vector<2x2xf32>"
+                )),
+            }
             let lo = self.const_i32(0);
             let hi = self.const_i32(kdim / mk.k());
             let one = self.const_i32(1);
@@ -322,7 +346,7 @@ impl<'k> Emitter<'k> {
             let acc = self.t.fresh("acc");
             let result = self.t.fresh("d");
             self.t.open(format!(
-                "{result} = scf.for {step} = {lo} to {hi} step {one} iter_args({acc} = {zero}) -> (vector<2x2xf32>) : i32 {{"
+                "{result} = scf.for {step} = {lo} to {hi} step {one} iter_args({acc} = {c_in}) -> (vector<2x2xf32>) : i32 {{"
             ));
             let kk = self.const_i32(mk.k());
             let k0 = self

@@ -1,7 +1,7 @@
 //! Statements: element loops for tile values, structured control flow,
 //! stores and atomics, and the barriers around shared memory.
 
-use crate::ir::{BinOp, Builtin, Expr, ExprKind, LocalId, Slice, Stmt, StmtKind, StoreOp};
+use crate::ir::{BinOp, Builtin, DType, Expr, ExprKind, LocalId, Slice, Stmt, StmtKind, StoreOp};
 
 use super::{
     At, Emitter, Hoisted, LocalHome,
@@ -135,6 +135,9 @@ impl<'k> Emitter<'k> {
                 buf
             }
         };
+        if !first && self.accumulate_on_tensor_cores(local, buf, value)? {
+            return Ok(());
+        }
         // Reading the destination at other threads' elements while
         // writing it would race: compute into a temporary first.
         let source_is_temp = home == TileHome::Shared && reads_off_owner(value, local, self.config);
@@ -199,7 +202,7 @@ impl<'k> Emitter<'k> {
                     }
                 }
                 if let ([a, b], Some(_)) = (args.as_slice(), self.tensor_cores.as_ref()) {
-                    let buf = self.tensor_core_dot(*func, a, b, e)?;
+                    let buf = self.tensor_core_dot(*func, a, b, e, None)?;
                     self.hoisted
                         .insert(e as *const Expr, Hoisted::Fragment(buf));
                 }
@@ -275,6 +278,63 @@ impl<'k> Emitter<'k> {
             }
         }
         Ok(())
+    }
+
+    /// `local = local + dot(a, b)` (either order) with `local` an f32
+    /// register tile in the C-fragment layout: runs the mma with `local`'s
+    /// own slots as C and D. Returns false (having emitted nothing) for
+    /// any other statement.
+    fn accumulate_on_tensor_cores(
+        &mut self,
+        local: LocalId,
+        buf: usize,
+        value: &Expr,
+    ) -> Result<bool, MlirError> {
+        let ExprKind::Binary {
+            op: BinOp::Add,
+            lhs,
+            rhs,
+        } = &value.kind
+        else {
+            return Ok(false);
+        };
+        let is_acc = |e: &Expr| matches!(e.kind, ExprKind::Local(id) if id == local);
+        let dot = match (is_acc(lhs), is_acc(rhs)) {
+            (true, false) => rhs,
+            (false, true) => lhs,
+            _ => return Ok(false),
+        };
+        let ExprKind::Call {
+            func: func @ (Builtin::Dot | Builtin::DotT),
+            args,
+        } = &dot.kind
+        else {
+            return Ok(false);
+        };
+        let [a, b] = args.as_slice() else {
+            return Ok(false);
+        };
+        let extents = self.extents(value)?;
+        let fused = self.tensor_cores.is_some()
+            && self.fragment_tiling(&extents).is_some()
+            && self.extents(dot)? == extents
+            && self.dtype_of(value)? == DType::F32
+            && self.dtype_of(dot)? == DType::F32
+            && matches!(
+                self.locals.get(&local),
+                Some(LocalHome::Tile(_, TileHome::Private))
+            );
+        if !fused {
+            return Ok(false);
+        }
+        for operand in [a, b] {
+            if !self.is_shared_local(operand) {
+                self.prepare(operand, true)?;
+                self.materialize(operand)?;
+            }
+        }
+        self.tensor_core_dot(*func, a, b, dot, Some(buf))?;
+        Ok(true)
     }
 
     fn is_shared_local(&self, e: &Expr) -> bool {

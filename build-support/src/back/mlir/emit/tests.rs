@@ -279,3 +279,44 @@ fn bad_targets_are_errors() {
         Err(MlirError::BadIndexBits(48))
     ));
 }
+
+#[test]
+fn tensorcore_accumulates_into_the_accumulator_without_a_temporary() {
+    let k = kernel(TC_GEMM);
+    let c = config(&k, 64, 32);
+    let e = emit_mlir(&k, &c, "sm_80", 32).unwrap();
+    // 64x64 over 4 warps: 8 blocks of 16x8 per warp, 32 f32 slots. Only
+    // `acc` has them: no second fragment buffer for the dot's result.
+    let header = e.mlir.lines().find(|l| l.contains("gpu.func")).unwrap();
+    assert_eq!(header.matches("memref<32xf32").count(), 1, "{header}");
+    // Each block's C operand is built from acc's four slots, not zero.
+    assert_eq!(e.mlir.matches("vector.from_elements").count(), 8);
+    assert!(
+        !e.mlir.contains("dense<0.0> : vector<2x2xf32>"),
+        "{}",
+        e.mlir
+    );
+}
+
+#[test]
+fn a_tensorcore_dot_not_added_to_its_target_still_gets_a_fragment() {
+    let src = "
+@tensorcore
+@launch(threads = 128)
+@grid(1)
+kernel t(A: tensor<f16>[64, 32], B: tensor<f16>[32, 64], C: tensor<f32>[64, 64]) {
+  var acc: tile<f32>[64, 64] = 1.0
+  acc = dot(A[0 :+ 64, 0 :+ 32], B[0 :+ 32, 0 :+ 64]) * 2.0 + acc
+  C[0 :+ 64, 0 :+ 64] = acc
+}
+";
+    let k = kernel(src);
+    let e = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap();
+    let header = e.mlir.lines().find(|l| l.contains("gpu.func")).unwrap();
+    assert_eq!(header.matches("memref<32xf32").count(), 2, "{header}");
+    assert!(
+        e.mlir.contains("dense<0.0> : vector<2x2xf32>"),
+        "{}",
+        e.mlir
+    );
+}

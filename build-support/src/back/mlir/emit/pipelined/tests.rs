@@ -213,3 +213,73 @@ fn kernels_without_the_attribute_are_unchanged() {
     assert!(!e.mlir.contains("nvgpu"));
     assert_eq!(e.shared_bytes, 2 * 32 * 8 * 4);
 }
+
+/// The SSA names `name` is computed from, transitively (block arguments
+/// and function parameters end the walk).
+fn ancestors(mlir: &str, name: &str) -> Vec<String> {
+    let defs: std::collections::HashMap<&str, &str> = mlir
+        .lines()
+        .filter_map(|l| {
+            let (lhs, rhs) = l.trim().split_once(" = ")?;
+            lhs.starts_with('%').then_some((lhs, rhs))
+        })
+        .collect();
+    let mut seen = Vec::new();
+    let mut todo = vec![name.to_string()];
+    while let Some(n) = todo.pop() {
+        if seen.contains(&n) {
+            continue;
+        }
+        if let Some(rhs) = defs.get(n.as_str()) {
+            for operand in rhs.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '%')) {
+                if operand.starts_with('%') {
+                    todo.push(operand.to_string());
+                }
+            }
+        }
+        seen.push(n);
+    }
+    seen
+}
+
+#[test]
+fn ldmatrix_in_a_pipelined_tensorcore_loop_reads_the_current_half() {
+    let src = gemm("f16")
+        .replace(
+            "@pipeline\n",
+            "@pipeline\n@tensorcore\n@launch(threads = 128)\n",
+        )
+        .replace("TM in [32, 128]", "TM in [64]")
+        .replace("TN in [32, 128]", "TN in [64]")
+        .replace("TK in [8, 32]", "TK in [32]");
+    let k = kernel(&src);
+    for chip in ["sm_80", "sm_75"] {
+        let e = emit_mlir(&k, &k.default_config(), chip, 32).unwrap();
+        let half = e
+            .mlir
+            .split("iter_args(")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .filter(|h| h.starts_with("%half"))
+            .unwrap_or_else(|| panic!("{chip}: no pipelined loop\n{}", e.mlir));
+        let loads: Vec<&str> = e
+            .mlir
+            .lines()
+            .filter(|l| l.contains("nvgpu.ldmatrix"))
+            .collect();
+        // One A and one B load per 16x8 block the warp owns.
+        assert_eq!(loads.len(), 2 * (64 / 16 * 64 / 8) / 4, "{chip}");
+        for line in loads {
+            let index = line
+                .split_once('[')
+                .and_then(|(_, rest)| rest.split_once(']'))
+                .map(|(i, _)| i)
+                .unwrap();
+            assert!(
+                ancestors(&e.mlir, index).iter().any(|n| n == half),
+                "{chip}: `{}` does not depend on {half}",
+                line.trim()
+            );
+        }
+    }
+}
