@@ -387,3 +387,37 @@ fn tensorcore_gemm_lowers_to_mma_sync_and_ldmatrix_on_every_chip() {
         }
     }
 }
+
+/// The mma accumulator stays in registers: `acc += dot(a, b)` feeds acc's
+/// own slots to mma.sync (no temporary fragment) and every slot index is
+/// a constant, so ptxas needs no local-memory stack for any tensor-core
+/// gemm config. (sm_75's `@pipeline` register prefetch buffer is indexed
+/// by a loop and is not covered here.)
+#[test]
+fn tensorcore_gemm_accumulators_need_no_stack_frame() {
+    let Some(path) = ptxas() else {
+        return;
+    };
+    let ptxas = phobos_build::back::mlir::ptxas::Ptxas::at(path).unwrap();
+    for (name, chips) in [
+        ("gemm_f16_tc", &["sm_75", "sm_80", "sm_90"][..]),
+        ("gemm_f16_tc_pipe", &["sm_80", "sm_90"][..]),
+    ] {
+        let kernel = example_kernels()
+            .into_iter()
+            .find(|k| k.name == name)
+            .unwrap();
+        for config in kernel.configs() {
+            for chip in chips {
+                let variant = mlir::compile_ptx(&kernel, &config, chip, 32)
+                    .unwrap_or_else(|e| panic!("{name} [{config}] {chip}: {e}"));
+                let usage = ptxas.measure(&variant.ptx, chip, &variant.kernel).unwrap();
+                assert_eq!(
+                    (usage.stack_frame_bytes, usage.spill_bytes()),
+                    (0, 0),
+                    "{name} [{config}] {chip}: {usage:?}"
+                );
+            }
+        }
+    }
+}

@@ -652,17 +652,26 @@ impl<'k> Emitter<'k> {
         body: &mut dyn FnMut(&mut Emitter<'k>, &At) -> Result<(), MlirError>,
     ) -> Result<(), MlirError> {
         let (warp, lane) = self.warp_and_lane()?;
-        let lo = self.const_i32(0);
-        let hi = self.const_i32(tiling.slots());
-        let one = self.const_i32(1);
-        let j = self.t.fresh("j");
-        self.t
-            .open(format!("scf.for {j} = {lo} to {hi} step {one} : i32 {{"));
-        let slot = Val {
-            name: j,
-            ty: Ty::I32,
-        };
-        let (block, idx) = self.fragment_coords(tiling, &warp, &lane, &slot)?;
+        // Unrolled: every slot index is a constant, so the fragment (the
+        // mma accumulator) can live in registers; a loop over the slots
+        // indexes it dynamically and sends it to local memory.
+        for slot in 0..tiling.slots() {
+            let slot = self.const_i32(slot);
+            self.fragment_element(tiling, &warp, &lane, &slot, body)?;
+        }
+        Ok(())
+    }
+
+    /// One slot of [`Self::for_each_fragment_element`].
+    fn fragment_element(
+        &mut self,
+        tiling: &fragment::FragmentTiling,
+        warp: &Val,
+        lane: &Val,
+        slot: &Val,
+        body: &mut dyn FnMut(&mut Emitter<'k>, &At) -> Result<(), MlirError>,
+    ) -> Result<(), MlirError> {
+        let (block, idx) = self.fragment_coords(tiling, warp, lane, slot)?;
         let guarded = tiling.guarded(self.threads / 32);
         if guarded {
             let limit = self.const_i32(tiling.blocks);
@@ -676,7 +685,7 @@ impl<'k> Emitter<'k> {
             self,
             &At {
                 idx,
-                slot: Some(slot),
+                slot: Some(slot.clone()),
             },
         );
         self.element_loop_depth -= 1;
@@ -684,7 +693,6 @@ impl<'k> Emitter<'k> {
         if guarded {
             self.t.close("}");
         }
-        self.t.close("}");
         Ok(())
     }
 
