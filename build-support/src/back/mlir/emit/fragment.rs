@@ -36,7 +36,9 @@
 //!   lane `l` points at n row `l % 8`, k col `8 * ((l / 8) % 2)`.
 //!
 //! Lanes past the ones a `.x1`/`.x2` load reads still compute an in-range
-//! address (the `% 2` terms wrap), so no lane ever points outside the tile.
+//! address (the `% 2` terms wrap, repeating lower lanes' rows), so no lane
+//! ever points outside the tile; PTX requires exactly that on sm_75, where
+//! every lane's ldmatrix address must be valid.
 //!
 //! The accumulator tile `[M, N]` of a contraction is split into `16x8`
 //! blocks numbered row major (`N / 8` per block row); warp `w` owns blocks
@@ -222,15 +224,17 @@ mod tests {
             .collect()
     }
 
-    /// `ldmatrix` on the CPU: `tile` is row major with `stride` columns;
-    /// `addr(lane)` the (row, col) each lane provides. Returns, per lane,
-    /// per register, the two halves.
+    /// `ldmatrix` on the CPU (PTX ISA, "ldmatrix"): lanes `8j..8j+8` give
+    /// the flat element index where rows `0..8` of matrix `j` start
+    /// (`addr(lane)`; every lane gives one, as sm_75 requires); register `j`
+    /// of lane `l` receives row `l / 4`, elements `2 (l % 4)` and `+1`, or
+    /// with `.trans` (column-major) column `l / 4`, rows `2 (l % 4)` and
+    /// `+1`. Returns, per lane, per register, the two halves.
     fn ldmatrix(
-        tile: &[i64],
-        stride: usize,
+        memory: &[i64],
         matrices: i64,
         trans: bool,
-        addr: &dyn Fn(i64) -> (i64, i64),
+        addr: &dyn Fn(i64) -> usize,
     ) -> Vec<Vec<[i64; 2]>> {
         (0..32)
             .map(|lane| {
@@ -243,8 +247,7 @@ mod tests {
                             } else {
                                 (lane / 4, 2 * (lane % 4) + h as i64)
                             };
-                            let (row0, col0) = addr(8 * j + r);
-                            *half = tile[row0 as usize * stride + (col0 + c) as usize];
+                            *half = memory[addr(8 * j + r) + c as usize];
                         }
                         halves
                     })
@@ -291,47 +294,101 @@ mod tests {
             .collect()
     }
 
-    /// One warp computes `A[16, K] @ B` for one 16x8 output block over
-    /// K steps, loading fragments exactly as the emitter does, and must
-    /// reproduce a plain matmul plus the initial accumulator.
-    fn check_block(k: MmaK, kdim: usize, transposed_b: bool) {
-        let a = values(16 * kdim, 1);
-        // B as [K, 8] (dot) or [8, K] (dot_t), same logical values.
-        let b_logical = values(kdim * 8, 2);
+    /// One warp computes `A[32, K] @ B` (`B` stored `[K, 16]` for `dot`,
+    /// `[16, K]` for `dot_t`) over its four 16x8 blocks and K steps,
+    /// addressing ldmatrix exactly as `Emitter::tensor_core_dot` does: block
+    /// origin, operand row stride and, as under `@pipeline`, each operand
+    /// in the second half of a doubled buffer. It must reproduce a plain
+    /// matmul plus the initial accumulator, in the slots [`owned_element`]
+    /// names.
+    fn check_blocks(k: MmaK, kdim: usize, transposed_b: bool) {
+        let (m, n) = (32usize, 16usize);
+        let a = values(m * kdim, 1);
+        let b_logical = values(kdim * n, 2);
         let b_stored: Vec<i64> = if transposed_b {
-            (0..8 * kdim)
-                .map(|i| b_logical[(i % kdim) * 8 + i / kdim])
+            (0..n * kdim)
+                .map(|i| b_logical[(i % kdim) * n + i / kdim])
                 .collect()
         } else {
             b_logical.clone()
         };
-        let c0: Vec<[i64; 4]> = (0..32).map(|l| [l, -l, 2 * l, 3]).collect();
+        // Doubled buffers, the operand in the second half.
+        let doubled = |tile: &[i64]| -> Vec<i64> {
+            let mut v = vec![i64::MIN; tile.len()];
+            v.extend_from_slice(tile);
+            v
+        };
+        let (a_mem, b_mem) = (doubled(&a), doubled(&b_stored));
+        let (a_half, b_half) = (a.len() as i64, b_stored.len() as i64);
+        let tiling = FragmentTiling::new(m as i64, n as i64, 1);
+        let c0: Vec<Vec<i64>> = (0..32)
+            .map(|l| (0..tiling.slots()).map(|s| l * 3 - s).collect())
+            .collect();
         let mut acc = c0.clone();
-        for step in 0..(kdim as i64 / k.k()) {
-            let k0 = step * k.k();
-            let fa = ldmatrix(&a, kdim, k.a_regs(), false, &|l| {
-                (eval(LDM_A_ROW, l, 0), k0 + eval(k.ldm_a_col(), l, 0))
-            });
-            let fb = if transposed_b {
-                ldmatrix(&b_stored, kdim, k.b_regs(), false, &|l| {
-                    (eval(LDM_ROW8, l, 0), k0 + eval(k.ldm_bt_col(), l, 0))
+        let kd = kdim as i64;
+        for block in 0..tiling.blocks {
+            let row0 = 16 * (block / tiling.blocks_per_row);
+            let col0 = 8 * (block % tiling.blocks_per_row);
+            let mut c: Vec<[i64; 4]> = (0..32)
+                .map(|l| {
+                    let s = 4 * block as usize;
+                    [acc[l][s], acc[l][s + 1], acc[l][s + 2], acc[l][s + 3]]
                 })
-            } else {
-                ldmatrix(&b_stored, 8, k.b_regs(), true, &|l| {
-                    (k0 + eval(k.ldm_b_row(), l, 0), 0)
-                })
-            };
-            acc = mma(k, &fa, &fb, &acc);
+                .collect();
+            for step in 0..(kd / k.k()) {
+                let k0 = step * k.k();
+                let fa = ldmatrix(&a_mem, k.a_regs(), false, &|l| {
+                    let at = (row0 + eval(LDM_A_ROW, l, 0)) * kd + eval(k.ldm_a_col(), l, 0) + k0;
+                    (a_half + at) as usize
+                });
+                let fb = if transposed_b {
+                    ldmatrix(&b_mem, k.b_regs(), false, &|l| {
+                        let at =
+                            (col0 + eval(LDM_ROW8, l, 0)) * kd + eval(k.ldm_bt_col(), l, 0) + k0;
+                        (b_half + at) as usize
+                    })
+                } else {
+                    ldmatrix(&b_mem, k.b_regs(), true, &|l| {
+                        let at = (eval(k.ldm_b_row(), l, 0) + k0) * n as i64 + col0;
+                        (b_half + at) as usize
+                    })
+                };
+                c = mma(k, &fa, &fb, &c);
+            }
+            for (lane, regs) in c.iter().enumerate() {
+                for (r, v) in regs.iter().enumerate() {
+                    acc[lane][4 * block as usize + r] = *v;
+                }
+            }
         }
-        let tiling = FragmentTiling::new(16, 8, 1);
         for lane in 0..32i64 {
-            for r in 0..4i64 {
-                let (row, col) = owned_element(&tiling, lane, r).unwrap();
+            for slot in 0..tiling.slots() {
+                let (row, col) = owned_element(&tiling, lane, slot).unwrap();
                 let want: i64 = (0..kdim)
-                    .map(|kr| a[row as usize * kdim + kr] * b_logical[kr * 8 + col as usize])
+                    .map(|kr| a[row as usize * kdim + kr] * b_logical[kr * n + col as usize])
                     .sum::<i64>()
-                    + c0[lane as usize][r as usize];
-                assert_eq!(acc[lane as usize][r as usize], want, "lane {lane} c{r}");
+                    + c0[lane as usize][slot as usize];
+                assert_eq!(
+                    acc[lane as usize][slot as usize], want,
+                    "{k:?} dot_t={transposed_b} lane {lane} slot {slot}"
+                );
+            }
+        }
+    }
+
+    /// The C/D layout against the PTX ISA table ("Matrix Fragments for
+    /// mma.m16n8k16 with floating point type", same for m16n8k8): `c_i`
+    /// is at row `groupID` (i < 2) or `groupID + 8`, col
+    /// `2 * threadID_in_group + (i & 1)`. The emulation above reads C
+    /// through these formulas, so they are checked on their own here.
+    #[test]
+    fn the_accumulator_formulas_are_the_ptx_table() {
+        for lane in 0..32 {
+            let (group, thread_in_group) = (lane >> 2, lane % 4);
+            for i in 0..4 {
+                let row = if i < 2 { group } else { group + 8 };
+                assert_eq!(eval(C_ROW, lane, i), row, "lane {lane} c{i}");
+                assert_eq!(eval(C_COL, lane, i), thread_in_group * 2 + (i & 1));
             }
         }
     }
@@ -339,8 +396,8 @@ mod tests {
     #[test]
     fn one_warp_reproduces_a_matmul_for_every_shape_and_b_layout() {
         for transposed_b in [false, true] {
-            check_block(MmaK::K16, 32, transposed_b);
-            check_block(MmaK::K8, 24, transposed_b);
+            check_blocks(MmaK::K16, 32, transposed_b);
+            check_blocks(MmaK::K8, 24, transposed_b);
         }
     }
 

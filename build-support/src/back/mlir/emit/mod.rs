@@ -29,7 +29,11 @@
 //! cyclically (per warp a run of 16x8 blocks, each lane holding 4 f32; the
 //! derivation is in [`fragment`]), so the accumulator, the elementwise
 //! statements around it and the final store use the ordinary owned-element
-//! loop. Rules, per (config, chip):
+//! loop, unrolled so every slot index is a constant and the fragment stays
+//! in registers. `acc += dot(a, b)` on such a tile passes acc's own slots
+//! as mma.sync's C and writes D back to them (no temporary). Under
+//! `@pipeline` the ldmatrix addresses include the current half's offset.
+//! Rules, per (config, chip):
 //!
 //! - operands both `f16` and the result `f32` (bf16 is refused by name:
 //!   MLIR 22's nvgpu lowering cannot type bf16 `mma.sync`); any other
