@@ -371,8 +371,11 @@ impl<'k> Emitter<'k> {
             .map(|(n, t)| format!("{n}: {t}"))
             .collect::<Vec<_>>()
             .join(", ");
-        // ldmatrix reads 16-byte rows: shared tiles start 16-byte aligned.
-        let align = if self.tensor_cores.is_some() {
+        // Shared tiles start 16-byte aligned: ldmatrix reads 16-byte rows
+        // and cp.async needs its shared destination aligned to the copy
+        // size (4 bytes for an f16 pair; the default alignment of an f16
+        // buffer is 2).
+        let align = if self.tensor_cores.is_some() || !self.pipeline.plan.loops.is_empty() {
             " {llvm.align = 16 : i64}"
         } else {
             ""

@@ -55,6 +55,8 @@
 mod analysis;
 mod copies;
 #[cfg(test)]
+mod schedule_model;
+#[cfg(test)]
 mod tests;
 
 use std::collections::HashMap;

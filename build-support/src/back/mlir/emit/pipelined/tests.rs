@@ -1,6 +1,7 @@
 //! `@pipeline` in the emitted MLIR: buffers, copies, schedule and the
 //! reasons a kernel or config is refused.
 
+use super::schedule_model::{self, Event};
 use crate::{
     Source,
     back::mlir::{MlirError, emit_mlir},
@@ -212,4 +213,162 @@ fn kernels_without_the_attribute_are_unchanged() {
     let e = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap();
     assert!(!e.mlir.contains("nvgpu"));
     assert_eq!(e.shared_bytes, 2 * 32 * 8 * 4);
+}
+
+#[test]
+fn staged_halves_are_16_byte_aligned_for_cp_async() {
+    // An f16 buffer defaults to 2-byte alignment; 4-byte copies of f16
+    // pairs need their shared destination 4-byte aligned.
+    let k = kernel(&gemm("f16"));
+    let e = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap();
+    let buffers = workgroup_buffers(&e.mlir);
+    assert!(!buffers.is_empty());
+    for b in &buffers {
+        assert!(b.contains("{llvm.align = 16 : i64}"), "{b}");
+    }
+}
+
+/// `gemm` with a non-zero `other` on both tiles.
+fn gemm_with_other(elem: &str) -> String {
+    gemm(elem)
+        .replace(
+            "let a = A[program_id(0) * TM :+ TM, kt :+ TK]",
+            "let a = load(A[program_id(0) * TM :+ TM, kt :+ TK], 1.0)",
+        )
+        .replace(
+            "let b = B[kt :+ TK, program_id(1) * TN :+ TN]",
+            "let b = load(B[kt :+ TK, program_id(1) * TN :+ TN], 1.0)",
+        )
+}
+
+fn schedule_of(src: &str, chip: &str) -> schedule_model::Schedule {
+    let k = kernel(src);
+    let e = emit_mlir(&k, &k.default_config(), chip, 32).unwrap();
+    schedule_model::extract(&e.mlir)
+}
+
+#[test]
+fn the_emitted_schedule_is_race_free_for_every_trip_count() {
+    for chip in ["sm_75", "sm_80", "sm_90"] {
+        for src in [
+            gemm("f32"),
+            gemm("f16"),
+            gemm_with_other("f32"),
+            gemm_with_other("f16"),
+        ] {
+            let schedule = schedule_of(&src, chip);
+            assert!(
+                schedule
+                    .iteration
+                    .iter()
+                    .any(|e| matches!(e, Event::Read { .. })),
+                "{chip}: {schedule:?}"
+            );
+            for trips in 0..=5 {
+                if let Err(why) = schedule_model::check(&schedule, trips) {
+                    panic!("{chip}: {why}\n{schedule:?}\n{src}");
+                }
+            }
+        }
+    }
+}
+
+/// The distinct kinds of event, in order, with runs of the same kind
+/// collapsed (a tile is many copies or reads).
+fn shape(events: &[Event]) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for e in events {
+        let name = match e {
+            Event::AsyncCopy { .. } => "copy",
+            Event::SyncWrite { .. } => "store",
+            Event::Commit => "commit",
+            Event::Wait { pending: 1 } => "wait1",
+            Event::Wait { .. } => "wait?",
+            Event::Barrier => "barrier",
+            Event::Read { .. } => "read",
+        };
+        if out.last() != Some(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+#[test]
+fn barrier_and_wait_placement_is_pinned_on_sm_80() {
+    let s = schedule_of(&gemm("f32"), "sm_80");
+    assert_eq!(shape(&s.prologue), ["copy", "commit"]);
+    assert_eq!(
+        shape(&s.iteration),
+        ["copy", "commit", "wait1", "barrier", "read", "barrier"]
+    );
+    // f16 pairs: each async copy has its element-wise fallback beside it.
+    let s = schedule_of(&gemm("f16"), "sm_80");
+    assert_eq!(
+        shape(&s.prologue),
+        ["copy", "store", "copy", "store", "commit"]
+    );
+    assert_eq!(
+        shape(&s.iteration),
+        [
+            "copy", "store", "copy", "store", "commit", "wait1", "barrier", "read", "barrier"
+        ]
+    );
+}
+
+#[test]
+fn barrier_placement_is_pinned_on_sm_75() {
+    let s = schedule_of(&gemm("f32"), "sm_75");
+    assert_eq!(shape(&s.prologue), ["store", "barrier"]);
+    assert_eq!(shape(&s.iteration), ["read", "store", "barrier"]);
+}
+
+/// The model is not vacuous: each way of breaking the schedule is caught.
+#[test]
+fn the_schedule_model_catches_broken_schedules() {
+    let good = schedule_of(&gemm("f32"), "sm_80");
+    let mutate = |f: &dyn Fn(&mut Vec<Event>)| {
+        let mut iteration = good.iteration.clone();
+        f(&mut iteration);
+        let broken = schedule_model::Schedule {
+            prologue: good.prologue.clone(),
+            iteration,
+        };
+        (0..=4)
+            .find_map(|trips| schedule_model::check(&broken, trips).err())
+            .unwrap_or_default()
+    };
+    let first_barrier = |it: &Vec<Event>| it.iter().position(|e| *e == Event::Barrier).unwrap();
+    let last_barrier = |it: &Vec<Event>| it.iter().rposition(|e| *e == Event::Barrier).unwrap();
+    let why = mutate(&|it| {
+        let at = first_barrier(it);
+        it.remove(at);
+    });
+    assert!(why.contains("before a barrier published it"), "{why}");
+    let why = mutate(&|it| {
+        let at = last_barrier(it);
+        it.remove(at);
+    });
+    assert!(
+        why.contains("refilled before a barrier ended its reads"),
+        "{why}"
+    );
+    let why = mutate(&|it| {
+        for e in it.iter_mut() {
+            if let Event::Wait { pending } = e {
+                *pending = 2;
+            }
+        }
+    });
+    assert!(why.contains("before its copy landed"), "{why}");
+    let why = mutate(&|it| {
+        for e in it.iter_mut() {
+            if let Event::Wait { pending } = e {
+                *pending = 0;
+            }
+        }
+    });
+    assert!(why.contains("no overlap"), "{why}");
+    let why = mutate(&|it| it.retain(|e| !matches!(e, Event::Wait { .. })));
+    assert!(why.contains("before its copy landed"), "{why}");
 }
