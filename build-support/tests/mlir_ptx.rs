@@ -180,6 +180,15 @@ fn example_kernels_at_default_config_assemble_for_every_chip() {
                     "libdevice call in {}",
                     kernel.name
                 );
+                // LLVM merges shared loads into `ld.shared.v4` whatever the
+                // buffer's declared alignment; it must be 16.
+                for shared in variant.ptx.lines().filter(|l| l.contains(".shared .align")) {
+                    assert!(
+                        shared.contains(".align 16"),
+                        "{} {chip}: {shared}",
+                        kernel.name
+                    );
+                }
                 if let Some(p) = &ptxas {
                     let what = format!("{}_i{index_bits}", kernel.name);
                     assemble(p, &variant.ptx, chip, &what);

@@ -371,15 +371,11 @@ impl<'k> Emitter<'k> {
             .map(|(n, t)| format!("{n}: {t}"))
             .collect::<Vec<_>>()
             .join(", ");
-        // Shared tiles start 16-byte aligned: ldmatrix reads 16-byte rows
-        // and cp.async needs its shared destination aligned to the copy
-        // size (4 bytes for an f16 pair; the default alignment of an f16
-        // buffer is 2).
-        let align = if self.tensor_cores.is_some() || !self.pipeline.plan.loops.is_empty() {
-            " {llvm.align = 16 : i64}"
-        } else {
-            ""
-        };
+        // Shared tiles start 16-byte aligned: ldmatrix reads 16-byte rows,
+        // cp.async needs its shared destination aligned to the copy size,
+        // and LLVM merges neighbouring shared loads into `ld.shared.v4`
+        // even when the buffer's default alignment is the element's.
+        let align = " {llvm.align = 16 : i64}";
         let attributions = |space: Space| {
             self.buffers
                 .iter()
