@@ -130,6 +130,12 @@ fn pipelined_gemms_use_cp_async_from_sm_80_on() {
             assert_eq!(has_async, chip != "sm_75", "{} {chip}", kernel.name);
             if has_async {
                 assert!(variant.ptx.contains("cp.async.commit_group"));
+                // Rows of whole 16-byte runs copy 16 bytes at a time.
+                assert!(
+                    variant.ptx.contains("cp.async.cg.shared.global"),
+                    "{} [{config}] {chip}",
+                    kernel.name
+                );
                 assert!(variant.ptx.contains("cp.async.wait_group"));
             }
             if let Some(p) = &ptxas {

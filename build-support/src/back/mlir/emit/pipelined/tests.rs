@@ -273,14 +273,13 @@ fn the_emitted_schedule_is_race_free_for_every_trip_count() {
     }
 }
 
-/// The distinct kinds of event, in order, with runs of the same kind
-/// collapsed (a tile is many copies or reads).
+/// The distinct kinds of event, in order, with runs collapsed: a tile is
+/// many copies (async, or the synchronous fallback beside each) or reads.
 fn shape(events: &[Event]) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
     for e in events {
         let name = match e {
-            Event::AsyncCopy { .. } => "copy",
-            Event::SyncWrite { .. } => "store",
+            Event::AsyncCopy { .. } | Event::SyncWrite { .. } => "fill",
             Event::Commit => "commit",
             Event::Wait { pending: 1 } => "wait1",
             Event::Wait { .. } => "wait?",
@@ -294,33 +293,72 @@ fn shape(events: &[Event]) -> Vec<&'static str> {
     out
 }
 
+fn has_async(events: &[Event]) -> bool {
+    events.iter().any(|e| matches!(e, Event::AsyncCopy { .. }))
+}
+
 #[test]
 fn barrier_and_wait_placement_is_pinned_on_sm_80() {
-    let s = schedule_of(&gemm("f32"), "sm_80");
-    assert_eq!(shape(&s.prologue), ["copy", "commit"]);
-    assert_eq!(
-        shape(&s.iteration),
-        ["copy", "commit", "wait1", "barrier", "read", "barrier"]
-    );
-    // f16 pairs: each async copy has its element-wise fallback beside it.
-    let s = schedule_of(&gemm("f16"), "sm_80");
-    assert_eq!(
-        shape(&s.prologue),
-        ["copy", "store", "copy", "store", "commit"]
-    );
-    assert_eq!(
-        shape(&s.iteration),
-        [
-            "copy", "store", "copy", "store", "commit", "wait1", "barrier", "read", "barrier"
-        ]
-    );
+    for src in [gemm("f32"), gemm("f16")] {
+        let s = schedule_of(&src, "sm_80");
+        assert_eq!(shape(&s.prologue), ["fill", "commit"]);
+        assert_eq!(
+            shape(&s.iteration),
+            ["fill", "commit", "wait1", "barrier", "read", "barrier"]
+        );
+        assert!(has_async(&s.prologue) && has_async(&s.iteration));
+    }
 }
 
 #[test]
 fn barrier_placement_is_pinned_on_sm_75() {
     let s = schedule_of(&gemm("f32"), "sm_75");
-    assert_eq!(shape(&s.prologue), ["store", "barrier"]);
-    assert_eq!(shape(&s.iteration), ["read", "store", "barrier"]);
+    assert_eq!(shape(&s.prologue), ["fill", "barrier"]);
+    assert_eq!(shape(&s.iteration), ["read", "fill", "barrier"]);
+    assert!(!has_async(&s.prologue) && !has_async(&s.iteration));
+}
+
+/// The `nvgpu.device_async_copy` lines of `mlir`.
+fn copies(mlir: &str) -> Vec<&str> {
+    mlir.lines()
+        .filter(|l| l.contains("nvgpu.device_async_copy"))
+        .collect()
+}
+
+#[test]
+fn rows_of_whole_16_byte_runs_copy_16_bytes_with_4_byte_fallbacks() {
+    for (elem, wide, narrow) in [("f16", "], 8, %", "], 2, %"), ("f32", "], 4, %", "], 1, %")] {
+        let k = kernel(&gemm(elem));
+        let e = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap();
+        let lines = copies(&e.mlir);
+        // 16 bytes skip L1 (`cp.async.cg`); 4-byte copies may not.
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains(wide) && l.contains("{bypassL1}")),
+            "{elem}: {lines:#?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains(narrow) && !l.contains("bypassL1")),
+            "{elem}: {lines:#?}"
+        );
+    }
+}
+
+#[test]
+fn rows_narrower_than_16_bytes_keep_4_byte_copies() {
+    let src = gemm("f16").replace("TK in [8, 32]", "TK in [4]");
+    let k = kernel(&src);
+    let e = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap();
+    // `a` is TM x 4 (8-byte rows): pairs only; `b` (4 x TN) still goes wide.
+    let lines = copies(&e.mlir);
+    assert!(lines.iter().any(|l| l.contains("], 2, %")), "{lines:#?}");
+    let s = schedule_model::extract(&e.mlir);
+    for trips in 0..=4 {
+        schedule_model::check(&s, trips).unwrap();
+    }
 }
 
 /// The model is not vacuous: each way of breaking the schedule is caught.
