@@ -102,23 +102,44 @@ fn hand_written_saxpy_lowers_to_ptx_for_every_default_chip() {
 }
 
 /// `@pipeline` copies with `cp.async` where the chip has it (sm_80+) and
-/// prefetches through registers where it does not (sm_75).
+/// prefetches through registers where it does not (sm_75); every config
+/// that fits assembles, and its staged buffers are 16-byte aligned (a
+/// 4-byte `cp.async` into an `.align 2` f16 buffer may fault).
 #[test]
 fn pipelined_gemms_use_cp_async_from_sm_80_on() {
     let ptxas = ptxas();
     for kernel in example_kernels().into_iter().filter(|k| k.pipeline) {
-        let config = kernel.default_config();
-        for chip in ["sm_75", "sm_80", "sm_90"] {
-            let variant = mlir::compile_ptx(&kernel, &config, chip, 32)
-                .unwrap_or_else(|e| panic!("{} {chip}: {e}", kernel.name));
+        for (config, chip) in kernel
+            .configs()
+            .into_iter()
+            .flat_map(|c| ["sm_75", "sm_80", "sm_90"].map(|chip| (c.clone(), chip)))
+        {
+            let variant = match mlir::compile_ptx(&kernel, &config, chip, 32) {
+                Ok(v) => v,
+                Err(MlirError::DoesNotFit(_)) => continue,
+                Err(e) => panic!("{} [{config}] {chip}: {e}", kernel.name),
+            };
+            for shared in variant.ptx.lines().filter(|l| l.contains(".shared .align")) {
+                assert!(
+                    shared.contains(".align 16"),
+                    "{} {chip}: {shared}",
+                    kernel.name
+                );
+            }
             let has_async = variant.ptx.contains("cp.async.ca.shared.global");
             assert_eq!(has_async, chip != "sm_75", "{} {chip}", kernel.name);
             if has_async {
                 assert!(variant.ptx.contains("cp.async.commit_group"));
+                // Rows of whole 16-byte runs copy 16 bytes at a time.
+                assert!(
+                    variant.ptx.contains("cp.async.cg.shared.global"),
+                    "{} [{config}] {chip}",
+                    kernel.name
+                );
                 assert!(variant.ptx.contains("cp.async.wait_group"));
             }
             if let Some(p) = &ptxas {
-                assemble(p, &variant.ptx, chip, &format!("{}_pipe", kernel.name));
+                assemble(p, &variant.ptx, chip, &format!("{}_{config}", kernel.name));
             }
         }
     }
@@ -165,6 +186,15 @@ fn example_kernels_at_default_config_assemble_for_every_chip() {
                     "libdevice call in {}",
                     kernel.name
                 );
+                // LLVM merges shared loads into `ld.shared.v4` whatever the
+                // buffer's declared alignment; it must be 16.
+                for shared in variant.ptx.lines().filter(|l| l.contains(".shared .align")) {
+                    assert!(
+                        shared.contains(".align 16"),
+                        "{} {chip}: {shared}",
+                        kernel.name
+                    );
+                }
                 if let Some(p) = &ptxas {
                     let what = format!("{}_i{index_bits}", kernel.name);
                     assemble(p, &variant.ptx, chip, &what);

@@ -375,12 +375,11 @@ impl<'k> Emitter<'k> {
             .map(|(n, t)| format!("{n}: {t}"))
             .collect::<Vec<_>>()
             .join(", ");
-        // ldmatrix reads 16-byte rows: shared tiles start 16-byte aligned.
-        let align = if self.tensor_cores.is_some() {
-            " {llvm.align = 16 : i64}"
-        } else {
-            ""
-        };
+        // Shared tiles start 16-byte aligned: ldmatrix reads 16-byte rows,
+        // cp.async needs its shared destination aligned to the copy size,
+        // and LLVM merges neighbouring shared loads into `ld.shared.v4`
+        // even when the buffer's default alignment is the element's.
+        let align = " {llvm.align = 16 : i64}";
         let attributions = |space: Space| {
             self.buffers
                 .iter()

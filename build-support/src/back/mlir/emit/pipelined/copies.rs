@@ -11,6 +11,17 @@ use crate::back::mlir::{MlirError, emit::text::Ty, emit::text::Val};
 
 /// Bytes one `cp.async` moves at least.
 const MIN_COPY_BYTES: u64 = 4;
+/// Bytes one `cp.async` moves at most.
+const MAX_COPY_BYTES: u64 = 16;
+
+/// What every run of one staged tile's copies shares.
+struct Run<'a> {
+    half_offset: &'a Val,
+    /// Unit innermost stride (`i1`) and the low bits of the tensor's base
+    /// address; `None` when every run is a single element.
+    contiguous: Option<&'a (Val, Val)>,
+    other_is_zero: bool,
+}
 
 /// The LLVM struct of a rank-1 memref descriptor with 64-bit index
 /// fields, which is what `convert-nvgpu-to-nvvm` expects.
@@ -79,10 +90,24 @@ impl<'k> Emitter<'k> {
             // Groups would straddle rows: every element goes the plain way.
             return self.copy_sync(s, half_offset);
         }
+        // 16-byte runs of 2- and 4-byte elements where rows split into
+        // them (and the thread layout is the plain cyclic one); a run
+        // that fails its run-time checks falls back to today's copies.
+        let wide = (MAX_COPY_BYTES / elem_bytes) as i64;
+        let mut run = group;
+        if matches!(elem_bytes, 2 | 4) && inner % wide == 0 {
+            let mut wide_extents = s.extents.clone();
+            if let Some(last) = wide_extents.last_mut() {
+                *last /= wide;
+            }
+            if self.fragment_tiling(&wide_extents).is_none() {
+                run = wide;
+            }
+        }
         let other_is_zero = s.tile.other.is_none_or(is_zero_literal);
         let idx_ty = self.idx_ty;
-        // Run-time conditions shared by every group of the tile.
-        let contiguous = if group > 1 {
+        // Run-time conditions shared by every run of the tile.
+        let contiguous = if run > 1 {
             let stride = self.inner_stride(s)?;
             let one = self.const_int(1, idx_ty);
             let unit = self
@@ -104,88 +129,143 @@ impl<'k> Emitter<'k> {
         };
         let mut unit_extents = s.extents.clone();
         if let Some(last) = unit_extents.last_mut() {
-            *last /= group;
+            *last /= run;
         }
+        let copy = Run {
+            half_offset,
+            contiguous: contiguous.as_ref(),
+            other_is_zero,
+        };
         self.for_each_owned_element(&unit_extents, &mut |em: &mut Emitter<'k>, at: &At| {
-            let first = em.group_coords(&at.idx, group, 0);
-            let (offset, mask, _) = em.tensor_address(s.tile.tensor, s.tile.index, &first)?;
-            let lin = em.linear(&first.idx, &s.extents);
-            let dst =
-                em.t.def(Ty::I32, format!("arith.addi {lin}, {half_offset} : i32"));
-            let Some((unit, base_low)) = &contiguous else {
-                return em.copy_one_element(s, &offset, mask, &dst, other_is_zero);
-            };
-            // A group of narrow elements.
-            let mut masks = Vec::new();
-            for e in 0..group {
-                let at_e = em.group_coords(&at.idx, group, e);
-                let (_, m, _) = em.tensor_address(s.tile.tensor, s.tile.index, &at_e)?;
-                masks.push(m);
+            let first = em.group_coords(&at.idx, run, 0);
+            em.copy_run(s, &copy, &first, run, group)
+        })
+    }
+
+    /// Copies the `n` consecutive elements of a row that start at `first`:
+    /// one `cp.async` when the run is contiguous, aligned and (as `other`
+    /// needs) in bounds; otherwise runs of `fallback` elements, or element
+    /// by element with plain masked loads when `fallback` is `n`.
+    fn copy_run(
+        &mut self,
+        s: &Staging<'k>,
+        copy: &Run<'_>,
+        first: &At,
+        n: i64,
+        fallback: i64,
+    ) -> Result<(), MlirError> {
+        let elem_bytes = Ty::in_memory(s.tile.dtype).size_bytes();
+        let idx_ty = self.idx_ty;
+        let (offset, mask, _) = self.tensor_address(s.tile.tensor, s.tile.index, first)?;
+        let lin = self.linear(&first.idx, &s.extents);
+        let half_offset = copy.half_offset;
+        let dst = self
+            .t
+            .def(Ty::I32, format!("arith.addi {lin}, {half_offset} : i32"));
+        let Some((unit, base_low)) = copy.contiguous else {
+            return self.copy_one_element(s, &offset, mask, &dst, copy.other_is_zero);
+        };
+        if n == 1 {
+            return self.copy_one_element(s, &offset, mask, &dst, copy.other_is_zero);
+        }
+        let mut masks = Vec::new();
+        for e in 0..n {
+            let at_e = self.shifted(first, e);
+            let (_, m, _) = self.tensor_address(s.tile.tensor, s.tile.index, &at_e)?;
+            masks.push(m);
+        }
+        let bytes = self.const_int(elem_bytes as i64, idx_ty);
+        let scaled = self
+            .t
+            .def(idx_ty, format!("arith.muli {offset}, {bytes} : {idx_ty}"));
+        let addr = self.t.def(
+            idx_ty,
+            format!("arith.addi {base_low}, {scaled} : {idx_ty}"),
+        );
+        let align_mask = self.const_int((n as u64 * elem_bytes - 1) as i64, idx_ty);
+        let low_bits = self.t.def(
+            idx_ty,
+            format!("arith.andi {addr}, {align_mask} : {idx_ty}"),
+        );
+        let zero = self.const_int(0, idx_ty);
+        let aligned = self.t.def(
+            Ty::I1,
+            format!("arith.cmpi eq, {low_bits}, {zero} : {idx_ty}"),
+        );
+        let mut fast = self
+            .t
+            .def(Ty::I1, format!("arith.andi {unit}, {aligned} : i1"));
+        // With element 0 in bounds the in-bounds elements are a prefix
+        // (coordinates only grow along the run), so `srcElements`
+        // zero-fills exactly the out-of-bounds rest.
+        let needed: Vec<&Val> = if copy.other_is_zero {
+            masks.first().and_then(|m| m.as_ref()).into_iter().collect()
+        } else {
+            masks.iter().flatten().collect()
+        };
+        for m in needed {
+            fast = self.t.def(Ty::I1, format!("arith.andi {fast}, {m} : i1"));
+        }
+        let count = if copy.other_is_zero && masks.iter().any(Option::is_some) {
+            let mut total = self.const_int(0, Ty::I64);
+            for m in &masks {
+                let one = match m {
+                    Some(m) => self.t.def(Ty::I64, format!("arith.extui {m} : i1 to i64")),
+                    None => self.const_int(1, Ty::I64),
+                };
+                total = self
+                    .t
+                    .def(Ty::I64, format!("arith.addi {total}, {one} : i64"));
             }
-            let bytes = em.const_int(elem_bytes as i64, idx_ty);
-            let scaled =
-                em.t.def(idx_ty, format!("arith.muli {offset}, {bytes} : {idx_ty}"));
-            let addr = em.t.def(
-                idx_ty,
-                format!("arith.addi {base_low}, {scaled} : {idx_ty}"),
-            );
-            let align_mask = em.const_int((group as u64 * elem_bytes - 1) as i64, idx_ty);
-            let low_bits = em.t.def(
-                idx_ty,
-                format!("arith.andi {addr}, {align_mask} : {idx_ty}"),
-            );
-            let zero = em.const_int(0, idx_ty);
-            let aligned = em.t.def(
-                Ty::I1,
-                format!("arith.cmpi eq, {low_bits}, {zero} : {idx_ty}"),
-            );
-            let mut fast =
-                em.t.def(Ty::I1, format!("arith.andi {unit}, {aligned} : i1"));
-            // With element 0 in bounds the in-bounds elements are a prefix
-            // (coordinates only grow along the group), so `srcElements`
-            // zero-fills exactly the out-of-bounds rest.
-            let needed: Vec<&Val> = if other_is_zero {
-                masks.first().and_then(|m| m.as_ref()).into_iter().collect()
-            } else {
-                masks.iter().flatten().collect()
-            };
-            for m in needed {
-                fast = em.t.def(Ty::I1, format!("arith.andi {fast}, {m} : i1"));
+            Some(
+                self.t
+                    .def(Ty::I64, format!("arith.index_cast {total} : i64 to index")),
+            )
+        } else {
+            None
+        };
+        self.t.open(format!("scf.if {fast} {{"));
+        self.device_async_copy(s, &offset, &dst, n, count.as_ref());
+        self.t.reopen("} else {");
+        if fallback < n {
+            for j in (0..n).step_by(fallback as usize) {
+                let at_j = self.shifted(first, j);
+                self.copy_run(s, copy, &at_j, fallback, fallback)?;
             }
-            let count = if other_is_zero && masks.iter().any(Option::is_some) {
-                let mut total = em.const_int(0, Ty::I64);
-                for m in &masks {
-                    let one = match m {
-                        Some(m) => em.t.def(Ty::I64, format!("arith.extui {m} : i1 to i64")),
-                        None => em.const_int(1, Ty::I64),
-                    };
-                    total =
-                        em.t.def(Ty::I64, format!("arith.addi {total}, {one} : i64"));
-                }
-                Some(em.t.def(Ty::I64, format!("arith.index_cast {total} : i64 to index")))
-            } else {
-                None
-            };
-            em.t.open(format!("scf.if {fast} {{"));
-            em.device_async_copy(s, &offset, &dst, group, count.as_ref());
-            em.t.reopen("} else {");
-            for e in 0..group {
-                let at_e = em.group_coords(&at.idx, group, e);
-                let v = em.load(
+        } else {
+            for e in 0..n {
+                let at_e = self.shifted(first, e);
+                let v = self.load(
                     s.tile.tensor,
                     s.tile.index,
                     s.tile.other,
                     s.tile.dtype,
                     &at_e,
                 )?;
-                let mem = em.stored_value(v, s.tile.dtype);
-                let step = em.const_i32(e);
-                let dst_e = em.t.def(Ty::I32, format!("arith.addi {dst}, {step} : i32"));
-                em.buffer_store(s.buf, &dst_e, &mem);
+                let mem = self.stored_value(v, s.tile.dtype);
+                let step = self.const_i32(e);
+                let dst_e = self
+                    .t
+                    .def(Ty::I32, format!("arith.addi {dst}, {step} : i32"));
+                self.buffer_store(s.buf, &dst_e, &mem);
             }
-            em.t.close("}");
-            Ok(())
-        })
+        }
+        self.t.close("}");
+        Ok(())
+    }
+
+    /// `at` moved `e` elements along the innermost dim.
+    fn shifted(&mut self, at: &At, e: i64) -> At {
+        let mut idx = at.idx.clone();
+        if e != 0
+            && let Some(last) = idx.last_mut()
+        {
+            let step = self.const_i32(e);
+            *last = self
+                .t
+                .def(Ty::I32, format!("arith.addi {last}, {step} : i32"));
+        }
+        At { idx, slot: None }
     }
 
     /// One element of 4 or 8 bytes: copied when in bounds; out of bounds a
@@ -248,9 +328,15 @@ impl<'k> Emitter<'k> {
         let b = self.buffers[s.buf].clone();
         let mem_ty = Ty::in_memory(s.tile.dtype);
         let count = src_elements.map(|c| format!(", {c}")).unwrap_or_default();
+        // Only 16-byte copies may skip L1 (`cp.async.cg`).
+        let bypass = if elements as u64 * mem_ty.size_bytes() == MAX_COPY_BYTES {
+            " {bypassL1}"
+        } else {
+            ""
+        };
         let token = self.t.fresh("token");
         self.t.line(format!(
-            "{token} = nvgpu.device_async_copy {global}[{src}], {}[{dst}], {elements}{count} : {} to {}",
+            "{token} = nvgpu.device_async_copy {global}[{src}], {}[{dst}], {elements}{count}{bypass} : {} to {}",
             b.name,
             global_memref(mem_ty),
             b.memref_type()

@@ -24,9 +24,11 @@
 //!                                                so iteration k+1 may refill it
 //! ```
 //!
-//! Copies are `nvgpu.device_async_copy` of 4 bytes: one element of 4 or 8
-//! bytes, or a group of `4 / size` consecutive elements of a narrower
-//! type. A group is copied asynchronously when the tile's innermost
+//! Copies are `nvgpu.device_async_copy`. Where a row of a 2- or 4-byte
+//! type splits into 16-byte runs, each run is one 16-byte copy when it
+//! passes the checks below, and otherwise falls back to the 4-byte copies
+//! described next: one element of 4 or 8 bytes, or a group of `4 / size`
+//! consecutive elements of a narrower type. A group is copied asynchronously when the tile's innermost
 //! tensor stride is 1 and the first element's address is 4-byte aligned
 //! (both checked at run time) and its first element is in bounds; then
 //! the out-of-bounds rest is zero-filled by the copy's `srcElements` when
@@ -54,6 +56,8 @@
 
 mod analysis;
 mod copies;
+#[cfg(test)]
+mod schedule_model;
 #[cfg(test)]
 mod tests;
 

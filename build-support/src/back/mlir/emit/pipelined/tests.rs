@@ -1,6 +1,7 @@
 //! `@pipeline` in the emitted MLIR: buffers, copies, schedule and the
 //! reasons a kernel or config is refused.
 
+use super::schedule_model::{self, Event};
 use crate::{
     Source,
     back::mlir::{MlirError, emit_mlir},
@@ -282,4 +283,199 @@ fn ldmatrix_in_a_pipelined_tensorcore_loop_reads_the_current_half() {
             );
         }
     }
+}
+#[test]
+fn staged_halves_are_16_byte_aligned_for_cp_async() {
+    // An f16 buffer defaults to 2-byte alignment; 4-byte copies of f16
+    // pairs need their shared destination 4-byte aligned.
+    let k = kernel(&gemm("f16"));
+    let e = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap();
+    let buffers = workgroup_buffers(&e.mlir);
+    assert!(!buffers.is_empty());
+    for b in &buffers {
+        assert!(b.contains("{llvm.align = 16 : i64}"), "{b}");
+    }
+}
+
+/// `gemm` with a non-zero `other` on both tiles.
+fn gemm_with_other(elem: &str) -> String {
+    gemm(elem)
+        .replace(
+            "let a = A[program_id(0) * TM :+ TM, kt :+ TK]",
+            "let a = load(A[program_id(0) * TM :+ TM, kt :+ TK], 1.0)",
+        )
+        .replace(
+            "let b = B[kt :+ TK, program_id(1) * TN :+ TN]",
+            "let b = load(B[kt :+ TK, program_id(1) * TN :+ TN], 1.0)",
+        )
+}
+
+fn schedule_of(src: &str, chip: &str) -> schedule_model::Schedule {
+    let k = kernel(src);
+    let e = emit_mlir(&k, &k.default_config(), chip, 32).unwrap();
+    schedule_model::extract(&e.mlir)
+}
+
+#[test]
+fn the_emitted_schedule_is_race_free_for_every_trip_count() {
+    for chip in ["sm_75", "sm_80", "sm_90"] {
+        for src in [
+            gemm("f32"),
+            gemm("f16"),
+            gemm_with_other("f32"),
+            gemm_with_other("f16"),
+        ] {
+            let schedule = schedule_of(&src, chip);
+            assert!(
+                schedule
+                    .iteration
+                    .iter()
+                    .any(|e| matches!(e, Event::Read { .. })),
+                "{chip}: {schedule:?}"
+            );
+            for trips in 0..=5 {
+                if let Err(why) = schedule_model::check(&schedule, trips) {
+                    panic!("{chip}: {why}\n{schedule:?}\n{src}");
+                }
+            }
+        }
+    }
+}
+
+/// The distinct kinds of event, in order, with runs collapsed: a tile is
+/// many copies (async, or the synchronous fallback beside each) or reads.
+fn shape(events: &[Event]) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for e in events {
+        let name = match e {
+            Event::AsyncCopy { .. } | Event::SyncWrite { .. } => "fill",
+            Event::Commit => "commit",
+            Event::Wait { pending: 1 } => "wait1",
+            Event::Wait { .. } => "wait?",
+            Event::Barrier => "barrier",
+            Event::Read { .. } => "read",
+        };
+        if out.last() != Some(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+fn has_async(events: &[Event]) -> bool {
+    events.iter().any(|e| matches!(e, Event::AsyncCopy { .. }))
+}
+
+#[test]
+fn barrier_and_wait_placement_is_pinned_on_sm_80() {
+    for src in [gemm("f32"), gemm("f16")] {
+        let s = schedule_of(&src, "sm_80");
+        assert_eq!(shape(&s.prologue), ["fill", "commit"]);
+        assert_eq!(
+            shape(&s.iteration),
+            ["fill", "commit", "wait1", "barrier", "read", "barrier"]
+        );
+        assert!(has_async(&s.prologue) && has_async(&s.iteration));
+    }
+}
+
+#[test]
+fn barrier_placement_is_pinned_on_sm_75() {
+    let s = schedule_of(&gemm("f32"), "sm_75");
+    assert_eq!(shape(&s.prologue), ["fill", "barrier"]);
+    assert_eq!(shape(&s.iteration), ["read", "fill", "barrier"]);
+    assert!(!has_async(&s.prologue) && !has_async(&s.iteration));
+}
+
+/// The `nvgpu.device_async_copy` lines of `mlir`.
+fn copies(mlir: &str) -> Vec<&str> {
+    mlir.lines()
+        .filter(|l| l.contains("nvgpu.device_async_copy"))
+        .collect()
+}
+
+#[test]
+fn rows_of_whole_16_byte_runs_copy_16_bytes_with_4_byte_fallbacks() {
+    for (elem, wide, narrow) in [("f16", "], 8, %", "], 2, %"), ("f32", "], 4, %", "], 1, %")] {
+        let k = kernel(&gemm(elem));
+        let e = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap();
+        let lines = copies(&e.mlir);
+        // 16 bytes skip L1 (`cp.async.cg`); 4-byte copies may not.
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains(wide) && l.contains("{bypassL1}")),
+            "{elem}: {lines:#?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains(narrow) && !l.contains("bypassL1")),
+            "{elem}: {lines:#?}"
+        );
+    }
+}
+
+#[test]
+fn rows_narrower_than_16_bytes_keep_4_byte_copies() {
+    let src = gemm("f16").replace("TK in [8, 32]", "TK in [4]");
+    let k = kernel(&src);
+    let e = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap();
+    // `a` is TM x 4 (8-byte rows): pairs only; `b` (4 x TN) still goes wide.
+    let lines = copies(&e.mlir);
+    assert!(lines.iter().any(|l| l.contains("], 2, %")), "{lines:#?}");
+    let s = schedule_model::extract(&e.mlir);
+    for trips in 0..=4 {
+        schedule_model::check(&s, trips).unwrap();
+    }
+}
+
+/// The model is not vacuous: each way of breaking the schedule is caught.
+#[test]
+fn the_schedule_model_catches_broken_schedules() {
+    let good = schedule_of(&gemm("f32"), "sm_80");
+    let mutate = |f: &dyn Fn(&mut Vec<Event>)| {
+        let mut iteration = good.iteration.clone();
+        f(&mut iteration);
+        let broken = schedule_model::Schedule {
+            prologue: good.prologue.clone(),
+            iteration,
+        };
+        (0..=4)
+            .find_map(|trips| schedule_model::check(&broken, trips).err())
+            .unwrap_or_default()
+    };
+    let first_barrier = |it: &Vec<Event>| it.iter().position(|e| *e == Event::Barrier).unwrap();
+    let last_barrier = |it: &Vec<Event>| it.iter().rposition(|e| *e == Event::Barrier).unwrap();
+    let why = mutate(&|it| {
+        let at = first_barrier(it);
+        it.remove(at);
+    });
+    assert!(why.contains("before a barrier published it"), "{why}");
+    let why = mutate(&|it| {
+        let at = last_barrier(it);
+        it.remove(at);
+    });
+    assert!(
+        why.contains("refilled before a barrier ended its reads"),
+        "{why}"
+    );
+    let why = mutate(&|it| {
+        for e in it.iter_mut() {
+            if let Event::Wait { pending } = e {
+                *pending = 2;
+            }
+        }
+    });
+    assert!(why.contains("before its copy landed"), "{why}");
+    let why = mutate(&|it| {
+        for e in it.iter_mut() {
+            if let Event::Wait { pending } = e {
+                *pending = 0;
+            }
+        }
+    });
+    assert!(why.contains("no overlap"), "{why}");
+    let why = mutate(&|it| it.retain(|e| !matches!(e, Event::Wait { .. })));
+    assert!(why.contains("before its copy landed"), "{why}");
 }
