@@ -3,12 +3,7 @@
 //!
 //! Run: `cargo run --release -p phobos-examples --example gemm_f16`
 
-use anyhow::{Context, Result, ensure};
-use half::f16;
-use phobos_examples::check::F32_UNIT_ROUNDOFF;
-use phobos_examples::check::max_abs_error;
-use phobos_examples::random::SplitMix64;
-use phobos_examples::reference;
+use anyhow::Result;
 
 phobos::kernel! {
     // C = A @ B with f16 inputs and f32 accumulation and output.
@@ -28,41 +23,5 @@ phobos::kernel! {
 }
 
 fn main() -> Result<()> {
-    let (m, n, k) = (200, 150, 333);
-    let mut rng = SplitMix64::new(3);
-    let a: Vec<f16> = rng
-        .vec(m * k, -1.0, 1.0)
-        .into_iter()
-        .map(f16::from_f32)
-        .collect();
-    let b: Vec<f16> = rng
-        .vec(k * n, -1.0, 1.0)
-        .into_iter()
-        .map(f16::from_f32)
-        .collect();
-
-    let device = phobos::Device::default().context("opening the default device")?;
-    let ta = device.tensor_from(&a, [m, k])?;
-    let tb = device.tensor_from(&b, [k, n])?;
-    let mut tc = device.zeros::<f32>([m, n])?;
-    gemm_f16::launch(&device, &ta, &tb, &mut tc).context("launching gemm_f16")?;
-    let got = tc.to_vec()?;
-
-    // Products of f16 values are exact in f32; only the K-term f32
-    // accumulation rounds: error <= (K + 1) * 2^-24 * sum|a||b| <= (K + 1) K 2^-24.
-    let want: Vec<f32> = reference::gemm::matmul(m, n, k, &a, &b)
-        .into_iter()
-        .map(|v| v as f32)
-        .collect();
-    let bound = (k as f64 + 2.0) * k as f64 * F32_UNIT_ROUNDOFF;
-    let max_error = max_abs_error(&got, &want);
-    ensure!(
-        max_error <= bound,
-        "gemm_f16: max error {max_error:e} above {bound:e}"
-    );
-    println!(
-        "gemm_f16 {m}x{n}x{k} on {}: max error {max_error:e} (bound {bound:e})",
-        device.name()
-    );
-    Ok(())
+    phobos_examples::runnable::gemm_f16("gemm_f16", gemm_f16::launch)
 }

@@ -4,6 +4,7 @@
 //! Run: `cargo run --release -p phobos-examples --example gemm_f32`
 
 use anyhow::{Context, Result, ensure};
+use phobos_examples::bounds::gemm::f32_inputs;
 use phobos_examples::check::F32_UNIT_ROUNDOFF;
 use phobos_examples::check::max_abs_error;
 use phobos_examples::random::SplitMix64;
@@ -33,11 +34,7 @@ fn main() -> Result<()> {
     let (m, n, k) = (333, 517, 129);
     let (alpha, beta) = (1.5f32, -0.5f32);
     let mut rng = SplitMix64::new(2);
-    let (a, b, c) = (
-        rng.vec(m * k, -1.0, 1.0),
-        rng.vec(k * n, -1.0, 1.0),
-        rng.vec(m * n, -1.0, 1.0),
-    );
+    let (a, b, c) = f32_inputs(&mut rng, m, n, k);
 
     let device = phobos::Device::default().context("opening the default device")?;
     let ta = device.tensor_from(&a, [m, k])?;

@@ -3,8 +3,10 @@
 //! references each is checked against, comparison helpers and seeded
 //! random inputs.
 
+pub mod bounds;
 pub mod check;
 pub mod grid;
 pub mod kernels;
 pub mod random;
 pub mod reference;
+pub mod runnable;

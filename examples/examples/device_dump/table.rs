@@ -10,11 +10,13 @@
 use anyhow::Result;
 use phobos::artifact::KernelArtifact;
 use phobos::{Device, Tensor, f16};
-use phobos_examples::check::{F16_UNIT_ROUNDOFF, F32_UNIT_ROUNDOFF, to_f64};
+use phobos_examples::bounds::attention::{HEAD_DIM, Problem};
+use phobos_examples::bounds::gla::{DIM, GlaInputs, relative_bound};
+use phobos_examples::bounds::{gemm, norms};
+use phobos_examples::check::{F32_UNIT_ROUNDOFF, to_f64};
 use phobos_examples::kernels;
 use phobos_examples::random::SplitMix64;
 use phobos_examples::reference;
-use phobos_examples::reference::gla::{GlaHead, gla_recurrent};
 
 use crate::case::{Buffer, Case, Output, tune_extreme};
 
@@ -99,10 +101,6 @@ pub fn entries() -> Vec<Entry> {
     ]
 }
 
-fn abs(values: &[f32]) -> Vec<f32> {
-    values.iter().map(|v| v.abs()).collect()
-}
-
 fn saxpy_case(_: &'static KernelArtifact) -> Result<Case> {
     let len = 100_003;
     let alpha = 1.5f32;
@@ -159,11 +157,7 @@ fn gemm_f32_case(_: &'static KernelArtifact, launch: GemmF32Launch) -> Result<Ca
     let (m, n, k) = (333, 517, 129);
     let (alpha, beta) = (1.5f32, -0.5f32);
     let mut rng = SplitMix64::new(2);
-    let (a, b, c) = (
-        rng.vec(m * k, -1.0, 1.0),
-        rng.vec(k * n, -1.0, 1.0),
-        rng.vec(m * n, -1.0, 1.0),
-    );
+    let (a, b, c) = gemm::f32_inputs(&mut rng, m, n, k);
     let device = Device::host();
     let ta = device.tensor_from(&a, [m, k])?;
     let tb = device.tensor_from(&b, [k, n])?;
@@ -172,21 +166,7 @@ fn gemm_f32_case(_: &'static KernelArtifact, launch: GemmF32Launch) -> Result<Ca
     launch(&device, &ta, &tb, &mut tc, alpha, beta)?;
 
     let exact = to_f64(&reference::gemm::gemm(m, n, k, &a, &b, &c, alpha, beta));
-    let magnitude = reference::gemm::gemm(
-        m,
-        n,
-        k,
-        &abs(&a),
-        &abs(&b),
-        &abs(&c),
-        alpha.abs(),
-        beta.abs(),
-    );
-    let bounds: Vec<f64> = magnitude
-        .iter()
-        .zip(&exact)
-        .map(|(&mag, &e)| (k as f64 + 3.0) * U * f64::from(mag) + U * e.abs())
-        .collect();
+    let bounds = gemm::f32_bounds((m, n, k), &a, &b, &c, alpha, beta, &exact);
     Ok(Case {
         dims: vec![("M", m as i64), ("K", k as i64), ("N", n as i64)],
         scalars: vec![("alpha", f64::from(alpha)), ("beta", f64::from(beta))],
@@ -212,16 +192,7 @@ type GemmF16Launch =
 fn gemm_f16_case(_: &'static KernelArtifact, launch: GemmF16Launch) -> Result<Case> {
     let (m, n, k) = (200, 150, 333);
     let mut rng = SplitMix64::new(3);
-    let a: Vec<f16> = rng
-        .vec(m * k, -1.0, 1.0)
-        .into_iter()
-        .map(f16::from_f32)
-        .collect();
-    let b: Vec<f16> = rng
-        .vec(k * n, -1.0, 1.0)
-        .into_iter()
-        .map(f16::from_f32)
-        .collect();
+    let (a, b) = gemm::f16_inputs(&mut rng, m, n, k);
     let device = Device::host();
     let ta = device.tensor_from(&a, [m, k])?;
     let tb = device.tensor_from(&b, [k, n])?;
@@ -230,12 +201,7 @@ fn gemm_f16_case(_: &'static KernelArtifact, launch: GemmF16Launch) -> Result<Ca
     launch(&device, &ta, &tb, &mut tc)?;
 
     let exact = reference::gemm::matmul(m, n, k, &a, &b);
-    let abs_a: Vec<f64> = a.iter().map(|v| f64::from(*v).abs()).collect();
-    let abs_b: Vec<f64> = b.iter().map(|v| f64::from(*v).abs()).collect();
-    let bounds: Vec<f64> = reference::gemm::matmul(m, n, k, &abs_a, &abs_b)
-        .iter()
-        .map(|mag| (k as f64 + 1.0) * U * mag)
-        .collect();
+    let bounds = gemm::f16_bounds((m, n, k), &a, &b);
     Ok(Case {
         dims: vec![("M", m as i64), ("K", k as i64), ("N", n as i64)],
         scalars: vec![],
@@ -288,7 +254,7 @@ fn rmsnorm_case(_: &'static KernelArtifact) -> Result<Case> {
     let (rows, cols) = (19, 4099);
     let eps = 1e-5f32;
     let mut rng = SplitMix64::new(5);
-    let (x, w) = (rng.vec(rows * cols, -3.0, 3.0), rng.vec(cols, -2.0, 2.0));
+    let (x, w) = norms::rmsnorm_inputs(&mut rng, rows, cols);
     let device = Device::host();
     let tx = device.tensor_from(&x, [rows, cols])?;
     let tw = device.tensor_from(&w, [cols])?;
@@ -297,8 +263,7 @@ fn rmsnorm_case(_: &'static KernelArtifact) -> Result<Case> {
     kernels::rmsnorm::launch(&device, &tx, &tw, &mut ty, eps)?;
 
     let exact = to_f64(&reference::norm::rmsnorm(rows, cols, &x, &w, eps));
-    let relative = ((cols as f64 + 2.0) / 2.0 + 4.0) * U + U;
-    let bounds: Vec<f64> = exact.iter().map(|e| relative * e.abs()).collect();
+    let bounds = norms::rmsnorm_bounds(cols, &exact);
     Ok(Case {
         dims: vec![("R", rows as i64), ("C", cols as i64)],
         scalars: vec![("eps", f64::from(eps))],
@@ -322,8 +287,7 @@ fn layernorm_case(_: &'static KernelArtifact) -> Result<Case> {
     let (rows, cols) = (19, 4099);
     let eps = 1e-5f32;
     let mut rng = SplitMix64::new(6);
-    let x = rng.vec(rows * cols, -3.0, 3.0);
-    let (w, b) = (rng.vec(cols, -2.0, 2.0), rng.vec(cols, -1.0, 1.0));
+    let (x, w, b) = norms::layernorm_inputs(&mut rng, rows, cols);
     let device = Device::host();
     let tx = device.tensor_from(&x, [rows, cols])?;
     let tw = device.tensor_from(&w, [cols])?;
@@ -333,35 +297,7 @@ fn layernorm_case(_: &'static KernelArtifact) -> Result<Case> {
     kernels::layernorm::launch(&device, &tx, &tw, &tb, &mut ty, eps)?;
 
     let exact = to_f64(&reference::norm::layernorm(rows, cols, &x, &w, &b, eps));
-    let c = cols as f64;
-    let row_stats: Vec<(f64, f64, f64, f64)> = (0..rows)
-        .map(|row| {
-            let line: Vec<f64> = x[row * cols..(row + 1) * cols]
-                .iter()
-                .map(|&v| f64::from(v))
-                .collect();
-            let mean = line.iter().sum::<f64>() / c;
-            let mean_abs = line.iter().map(|v| v.abs()).sum::<f64>() / c;
-            let mean_abs_dev = line.iter().map(|v| (v - mean).abs()).sum::<f64>() / c;
-            let var = line.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / c + f64::from(eps);
-            (mean, mean_abs, mean_abs_dev, var)
-        })
-        .collect();
-    let bounds: Vec<f64> = (0..rows * cols)
-        .map(|i| {
-            let (row, col) = (i / cols, i % cols);
-            let (mean, mean_abs, mean_abs_dev, var) = row_stats[row];
-            let rstd = 1.0 / var.sqrt();
-            let dm = (c + 2.0) * U * mean_abs;
-            let dev = (f64::from(x[i]) - mean).abs();
-            let rel_rstd = ((c + 4.0) * U + 2.0 * dm * mean_abs_dev / var) / 2.0 + 2.0 * U;
-            let wc = f64::from(w[col]).abs();
-            (dm + U * dev) * rstd * wc
-                + dev * rstd * wc * rel_rstd
-                + 4.0 * U * (exact[i].abs() + f64::from(b[col]).abs())
-                + U * exact[i].abs()
-        })
-        .collect();
+    let bounds = norms::layernorm_bounds((rows, cols), &x, &w, &b, eps, &exact);
     Ok(Case {
         dims: vec![("R", rows as i64), ("C", cols as i64)],
         scalars: vec![("eps", f64::from(eps))],
@@ -385,22 +321,23 @@ fn layernorm_case(_: &'static KernelArtifact) -> Result<Case> {
 /// Elements the attention kernels take (f32 or f16), built from f32.
 trait AttentionElement: phobos::Element + crate::case::RawElement + Into<f64> {
     fn from_f32(value: f32) -> Self;
-    /// Rounding of the probabilities and the output, relative.
-    const EXTRA_ROUNDOFF: f64;
+    /// Whether the kernel rounds probabilities and output to f16 (the f16
+    /// bound of `bounds::attention`).
+    const IS_F16: bool;
 }
 
 impl AttentionElement for f32 {
     fn from_f32(value: f32) -> Self {
         value
     }
-    const EXTRA_ROUNDOFF: f64 = 0.0;
+    const IS_F16: bool = false;
 }
 
 impl AttentionElement for f16 {
     fn from_f32(value: f32) -> Self {
         f16::from_f32(value)
     }
-    const EXTRA_ROUNDOFF: f64 = F16_UNIT_ROUNDOFF;
+    const IS_F16: bool = true;
 }
 
 type AttentionLaunch<T> =
@@ -410,74 +347,28 @@ fn attention_case<T: AttentionElement>(
     artifact: &'static KernelArtifact,
     launch: AttentionLaunch<T>,
 ) -> Result<Case> {
-    const DIM: usize = 64;
     let (heads, seq_q, seq_k) = (3, 100, 203);
-    let scale = 1.0 / (DIM as f32).sqrt();
-    let mut rng = SplitMix64::new(7);
     // Values exactly representable in T, so the f64 reference sees the
     // kernel's inputs.
-    let mut values = |len: usize| -> Vec<f32> {
-        rng.vec(len, -1.0, 1.0)
-            .into_iter()
-            .map(|x| T::from_f32(x).into() as f32)
-            .collect()
-    };
-    let (q, k, v) = (
-        values(heads * seq_q * DIM),
-        values(heads * seq_k * DIM),
-        values(heads * seq_k * DIM),
-    );
+    let problem = Problem::random(heads, seq_q, seq_k, 7, T::IS_F16);
+    let scale = problem.scale;
     let cast = |xs: &[f32]| xs.iter().map(|&x| T::from_f32(x)).collect::<Vec<T>>();
     let device = Device::host();
-    let tq = device.tensor_from(&cast(&q), [heads, seq_q, DIM])?;
-    let tk = device.tensor_from(&cast(&k), [heads, seq_k, DIM])?;
-    let tv = device.tensor_from(&cast(&v), [heads, seq_k, DIM])?;
-    let mut to = device.full([heads, seq_q, DIM], T::from_f32(f32::NAN))?;
+    let tq = device.tensor_from(&cast(&problem.q), [heads, seq_q, HEAD_DIM])?;
+    let tk = device.tensor_from(&cast(&problem.k), [heads, seq_k, HEAD_DIM])?;
+    let tv = device.tensor_from(&cast(&problem.v), [heads, seq_k, HEAD_DIM])?;
+    let mut to = device.full([heads, seq_q, HEAD_DIM], T::from_f32(f32::NAN))?;
     let initial = Buffer::of(&to)?;
     launch(&device, &tq, &tk, &tv, &mut to, scale)?;
 
-    let (qs, ks) = (seq_q * DIM, seq_k * DIM);
-    let exact: Vec<f64> = (0..heads)
-        .flat_map(|h| {
-            reference::attention::attention(
-                seq_q,
-                seq_k,
-                DIM,
-                DIM,
-                &q[h * qs..(h + 1) * qs],
-                &k[h * ks..(h + 1) * ks],
-                &v[h * ks..(h + 1) * ks],
-                scale,
-            )
-        })
-        .collect();
+    let exact = problem.reference();
     // The smallest BLOCK_N makes the most rescales, the largest bound.
-    let blocks = seq_k.div_ceil(tune_extreme(artifact, "BLOCK_N", false)? as usize) as f64;
-    let max_v = v.iter().fold(0.0f64, |m, &x| m.max(f64::from(x).abs()));
-    let mut bounds = Vec::with_capacity(exact.len());
-    for h in 0..heads {
-        for i in 0..seq_q {
-            let q_row = &q[(h * seq_q + i) * DIM..][..DIM];
-            let largest = (0..seq_k)
-                .map(|j| {
-                    let k_row = &k[(h * seq_k + j) * DIM..][..DIM];
-                    q_row
-                        .iter()
-                        .zip(k_row)
-                        .map(|(a, b)| f64::from(a * b).abs())
-                        .sum::<f64>()
-                })
-                .fold(0.0f64, f64::max);
-            let s = f64::from(scale) * largest;
-            let ds = 66.0 * U * s;
-            let bound =
-                max_v * (4.0 * ds + (2.0 * seq_k as f64 + 4.0 * blocks + 4.0 * s + 16.0) * U);
-            for c in 0..DIM {
-                let e: f64 = exact[(h * seq_q + i) * DIM + c];
-                bounds.push(bound + T::EXTRA_ROUNDOFF * (max_v + e.abs()));
-            }
-        }
-    }
+    let block_n = tune_extreme(artifact, "BLOCK_N", false)? as usize;
+    let bounds = if T::IS_F16 {
+        problem.f16_bounds(block_n, &exact)
+    } else {
+        problem.f32_bounds(block_n)
+    };
     let got: Vec<f64> = to.to_vec()?.into_iter().map(Into::into).collect();
     Ok(Case {
         dims: vec![
@@ -504,47 +395,25 @@ fn attention_case<T: AttentionElement>(
 }
 
 fn gla_case(artifact: &'static KernelArtifact) -> Result<Case> {
-    const DIM: usize = 64;
-    const GATE_MAX: f32 = 0.3;
     let (heads, steps) = (2, 301);
     let scale = 0.125f32;
     let mut rng = SplitMix64::new(8);
-    let q = rng.vec(heads * steps * DIM, -1.0, 1.0);
-    let k = rng.vec(heads * steps * DIM, -1.0, 1.0);
-    let v = rng.vec(heads * steps * DIM, -1.0, 1.0);
-    let g = rng.vec(heads * steps, -GATE_MAX, 0.0);
+    let inputs = GlaInputs::random(&mut rng, heads, steps);
     let device = Device::host();
     let shape = [heads, steps, DIM];
     let (tq, tk, tv) = (
-        device.tensor_from(&q, shape)?,
-        device.tensor_from(&k, shape)?,
-        device.tensor_from(&v, shape)?,
+        device.tensor_from(&inputs.q, shape)?,
+        device.tensor_from(&inputs.k, shape)?,
+        device.tensor_from(&inputs.v, shape)?,
     );
-    let tg = device.tensor_from(&g, [heads, steps, 1])?;
+    let tg = device.tensor_from(&inputs.log_gate, [heads, steps, 1])?;
     let mut to = device.full(shape, f32::NAN)?;
     let initial = Buffer::of(&to)?;
     kernels::gla_chunk::launch(&device, &tq, &tk, &tv, &tg, &mut to, scale)?;
 
-    let per_head = steps * DIM;
-    let (mut exact, mut magnitude) = (Vec::new(), Vec::new());
-    for h in 0..heads {
-        let head = GlaHead {
-            steps,
-            key_dim: DIM,
-            value_dim: DIM,
-            q: &q[h * per_head..(h + 1) * per_head],
-            k: &k[h * per_head..(h + 1) * per_head],
-            v: &v[h * per_head..(h + 1) * per_head],
-            log_gate: &g[h * steps..(h + 1) * steps],
-        };
-        exact.extend(gla_recurrent(&head, scale, false));
-        magnitude.extend(gla_recurrent(&head, scale, true));
-    }
+    let (exact, magnitude) = inputs.reference(heads, steps, scale);
     // The largest CHUNK gives the largest bound.
-    let chunk = tune_extreme(artifact, "CHUNK", true)? as f64;
-    let gate = f64::from(GATE_MAX);
-    let decay_error = (2.0 * chunk * chunk * gate + chunk * gate + 2.0) * U;
-    let relative = (steps as f64 + 4.0 * chunk + 160.0) * U + 3.0 * decay_error;
+    let relative = relative_bound(steps, tune_extreme(artifact, "CHUNK", true)? as usize);
     let bounds: Vec<f64> = magnitude.iter().map(|m| relative * m).collect();
     Ok(Case {
         dims: vec![("H", heads as i64), ("T", steps as i64)],
