@@ -4,6 +4,7 @@
 use anyhow::{Result, ensure};
 use phobos::artifact::{ConfigValues, KernelArtifact};
 use phobos::{Element, Tensor, f16};
+use phobos_examples::check::to_f64;
 
 /// The raw contents of one tensor, little-endian, row-major.
 pub struct Buffer {
@@ -111,6 +112,20 @@ impl Output {
             tolerance,
             rule,
         })
+    }
+
+    /// [`Output::checked`] with the host back end's output `tensor` as the
+    /// oracle.
+    pub fn of_tensor<T: RawElement + Element + Into<f64>>(
+        name: &'static str,
+        tensor: &Tensor<T>,
+        exact: &[f64],
+        bounds: &[f64],
+        rule: &'static str,
+    ) -> Result<Output> {
+        let values = tensor.to_vec()?;
+        let oracle = Buffer::new(&values, tensor.shape())?;
+        Output::checked(name, oracle, &to_f64(&values), exact, bounds, rule)
     }
 }
 

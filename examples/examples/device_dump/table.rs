@@ -139,10 +139,9 @@ fn saxpy_case(_: &'static KernelArtifact) -> Result<Case> {
             ("y", Buffer::of(&y)?),
             ("out", initial),
         ],
-        outputs: vec![Output::checked(
+        outputs: vec![Output::of_tensor(
             "out",
-            Buffer::of(&out)?,
-            &to_f64(&got),
+            &out,
             &exact,
             &bounds,
             "tests/kernels/saxpy.rs (exact on the host) widened to allow fma: u(|ax|+|ax+y|)(1+u)",
@@ -175,10 +174,9 @@ fn gemm_f32_case(_: &'static KernelArtifact, launch: GemmF32Launch) -> Result<Ca
             ("B", Buffer::of(&tb)?),
             ("C", initial),
         ],
-        outputs: vec![Output::checked(
+        outputs: vec![Output::of_tensor(
             "C",
-            Buffer::of(&tc)?,
-            &to_f64(&tc.to_vec()?),
+            &tc,
             &exact,
             &bounds,
             "tests/kernels/gemm.rs: (K+3) u (|alpha| |A||B| + |beta| |C|) + u |exact|",
@@ -210,10 +208,9 @@ fn gemm_f16_case(_: &'static KernelArtifact, launch: GemmF16Launch) -> Result<Ca
             ("B", Buffer::of(&tb)?),
             ("C", initial),
         ],
-        outputs: vec![Output::checked(
+        outputs: vec![Output::of_tensor(
             "C",
-            Buffer::of(&tc)?,
-            &to_f64(&tc.to_vec()?),
+            &tc,
             &exact,
             &bounds,
             "tests/kernels/gemm.rs: (K+1) u |A||B| (f16 products are exact in f32)",
@@ -239,10 +236,9 @@ fn softmax_case(artifact: &'static KernelArtifact) -> Result<Case> {
         dims: vec![("R", rows as i64), ("C", cols as i64)],
         scalars: vec![],
         tensors: vec![("X", Buffer::of(&tx)?), ("Y", initial)],
-        outputs: vec![Output::checked(
+        outputs: vec![Output::of_tensor(
             "Y",
-            Buffer::of(&ty)?,
-            &to_f64(&ty.to_vec()?),
+            &ty,
             &exact,
             &bounds,
             "tests/kernels/softmax.rs: (C + 4 blocks + 13) u |exact|, blocks at the smallest BLOCK_C",
@@ -272,10 +268,9 @@ fn rmsnorm_case(_: &'static KernelArtifact) -> Result<Case> {
             ("W", Buffer::of(&tw)?),
             ("Y", initial),
         ],
-        outputs: vec![Output::checked(
+        outputs: vec![Output::of_tensor(
             "Y",
-            Buffer::of(&ty)?,
-            &to_f64(&ty.to_vec()?),
+            &ty,
             &exact,
             &bounds,
             "tests/kernels/norms.rs: ((C + 2) / 2 + 5) u |exact|",
@@ -307,10 +302,9 @@ fn layernorm_case(_: &'static KernelArtifact) -> Result<Case> {
             ("B", Buffer::of(&tb)?),
             ("Y", initial),
         ],
-        outputs: vec![Output::checked(
+        outputs: vec![Output::of_tensor(
             "Y",
-            Buffer::of(&ty)?,
-            &to_f64(&ty.to_vec()?),
+            &ty,
             &exact,
             &bounds,
             "tests/kernels/norms.rs: mean, variance and rstd error propagated per element",
@@ -369,7 +363,6 @@ fn attention_case<T: AttentionElement>(
     } else {
         problem.f32_bounds(block_n)
     };
-    let got: Vec<f64> = to.to_vec()?.into_iter().map(Into::into).collect();
     Ok(Case {
         dims: vec![
             ("H", heads as i64),
@@ -383,10 +376,9 @@ fn attention_case<T: AttentionElement>(
             ("V", Buffer::of(&tv)?),
             ("O", initial),
         ],
-        outputs: vec![Output::checked(
+        outputs: vec![Output::of_tensor(
             "O",
-            Buffer::of(&to)?,
-            &got,
+            &to,
             &exact,
             &bounds,
             "tests/kernels/attention.rs: per-row score error propagated, blocks at the smallest BLOCK_N",
@@ -425,10 +417,9 @@ fn gla_case(artifact: &'static KernelArtifact) -> Result<Case> {
             ("G", Buffer::of(&tg)?),
             ("O", initial),
         ],
-        outputs: vec![Output::checked(
+        outputs: vec![Output::of_tensor(
             "O",
-            Buffer::of(&to)?,
-            &to_f64(&to.to_vec()?),
+            &to,
             &exact,
             &bounds,
             "tests/kernels/gla.rs: (T + 4 CHUNK + 160) u + 3 decay errors, relative to |terms|, CHUNK at its largest",
