@@ -71,6 +71,26 @@ pub fn stmt_exprs(kind: &StmtKind) -> Vec<&Expr> {
     out
 }
 
+/// Calls `f` on every statement in `block`, nested blocks included, each
+/// statement before the ones inside it.
+pub fn stmts<'a>(block: &'a [super::Stmt], f: &mut impl FnMut(&'a super::Stmt)) {
+    for s in block {
+        f(s);
+        match &s.kind {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => stmts(body, f),
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                stmts(then_body, f);
+                stmts(else_body, f);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Calls `f` on every expression in `block`, nested blocks included.
 pub fn exprs(block: &Block, f: &mut impl FnMut(&Expr)) {
     for s in block {

@@ -457,51 +457,11 @@ impl<'k> Emitter<'k> {
     /// Whether the kernel loads `tensor` anywhere (then stores to it are
     /// fenced by barriers so that other threads' loads see them in order).
     fn tensor_is_read(&self, tensor: &str) -> bool {
-        fn in_expr(e: &Expr, tensor: &str) -> bool {
-            if let ExprKind::Load { tensor: t, .. } = &e.kind
-                && t == tensor
-            {
-                return true;
-            }
-            children(e).into_iter().any(|c| in_expr(c, tensor))
-        }
-        fn in_block(b: &[Stmt], tensor: &str) -> bool {
-            b.iter().any(|s| match &s.kind {
-                StmtKind::Let { value, .. }
-                | StmtKind::Assign { value, .. }
-                | StmtKind::Expr(value) => in_expr(value, tensor),
-                StmtKind::Store { index, value, .. } | StmtKind::AtomicAdd { index, value, .. } => {
-                    in_expr(value, tensor)
-                        || index.iter().any(|s| match s {
-                            Slice::Point(p) | Slice::Span { start: p, .. } => in_expr(p, tensor),
-                            Slice::Full => false,
-                        })
-                }
-                StmtKind::For {
-                    start,
-                    end,
-                    step,
-                    body,
-                    ..
-                } => {
-                    in_expr(start, tensor)
-                        || in_expr(end, tensor)
-                        || in_expr(step, tensor)
-                        || in_block(body, tensor)
-                }
-                StmtKind::While { cond, body } => in_expr(cond, tensor) || in_block(body, tensor),
-                StmtKind::If {
-                    cond,
-                    then_body,
-                    else_body,
-                } => {
-                    in_expr(cond, tensor)
-                        || in_block(then_body, tensor)
-                        || in_block(else_body, tensor)
-                }
-            })
-        }
-        in_block(&self.kernel.body, tensor)
+        let mut read = false;
+        crate::ir::visit::exprs(&self.kernel.body, &mut |e| {
+            read |= matches!(&e.kind, ExprKind::Load { tensor: t, .. } if t == tensor);
+        });
+        read
     }
 
     fn for_loop(

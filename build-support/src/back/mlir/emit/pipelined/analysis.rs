@@ -199,69 +199,35 @@ fn fixed_over_loop(
 }
 
 fn contains_loop(block: &[Stmt]) -> bool {
-    block.iter().any(|s| match &s.kind {
-        StmtKind::For { .. } | StmtKind::While { .. } => true,
-        StmtKind::If {
-            then_body,
-            else_body,
-            ..
-        } => contains_loop(then_body) || contains_loop(else_body),
-        _ => false,
-    })
+    let mut found = false;
+    visit::stmts(block, &mut |s| {
+        found |= matches!(s.kind, StmtKind::For { .. } | StmtKind::While { .. });
+    });
+    found
 }
 
 /// Locals defined or assigned anywhere in `block`.
 fn defined_inside(block: &[Stmt]) -> HashSet<LocalId> {
     let mut out = HashSet::new();
-    fn go(block: &[Stmt], out: &mut HashSet<LocalId>) {
-        for s in block {
-            match &s.kind {
-                StmtKind::Let { local, .. } | StmtKind::Assign { local, .. } => {
-                    out.insert(*local);
-                }
-                StmtKind::For { var, body, .. } => {
-                    out.insert(*var);
-                    go(body, out);
-                }
-                StmtKind::While { body, .. } => go(body, out),
-                StmtKind::If {
-                    then_body,
-                    else_body,
-                    ..
-                } => {
-                    go(then_body, out);
-                    go(else_body, out);
-                }
-                _ => {}
-            }
+    visit::stmts(block, &mut |s| match &s.kind {
+        StmtKind::Let { local, .. } | StmtKind::Assign { local, .. } => {
+            out.insert(*local);
         }
-    }
-    go(block, &mut out);
+        StmtKind::For { var, .. } => {
+            out.insert(*var);
+        }
+        _ => {}
+    });
     out
 }
 
 /// Tensors stored to or `atomic_add`ed into anywhere in `block`.
 fn written_tensors(block: &[Stmt]) -> HashSet<&str> {
     let mut out = HashSet::new();
-    fn go<'a>(block: &'a [Stmt], out: &mut HashSet<&'a str>) {
-        for s in block {
-            match &s.kind {
-                StmtKind::Store { tensor, .. } | StmtKind::AtomicAdd { tensor, .. } => {
-                    out.insert(tensor.as_str());
-                }
-                StmtKind::For { body, .. } | StmtKind::While { body, .. } => go(body, out),
-                StmtKind::If {
-                    then_body,
-                    else_body,
-                    ..
-                } => {
-                    go(then_body, out);
-                    go(else_body, out);
-                }
-                _ => {}
-            }
+    visit::stmts(block, &mut |s| {
+        if let StmtKind::Store { tensor, .. } | StmtKind::AtomicAdd { tensor, .. } = &s.kind {
+            out.insert(tensor.as_str());
         }
-    }
-    go(block, &mut out);
+    });
     out
 }
