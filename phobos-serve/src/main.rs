@@ -28,9 +28,17 @@ enum Command {
         tensors: bool,
     },
     /// Tokenize text with the model's own tokenizer; prints ids as a JSON array.
+    ///
+    /// The text is TEXT, or the bytes of --file PATH, or standard input when
+    /// TEXT is `-` or when neither is given and stdin is not a terminal. Text
+    /// from a file or stdin is taken verbatim (a final newline is part of it).
+    /// Text that begins with `-` goes after `--`: `phobos tokenize M -- -x`.
     Tokenize {
         model: PathBuf,
-        text: String,
+        text: Option<String>,
+        /// Read the text from this file instead.
+        #[arg(long, value_name = "PATH", conflicts_with = "text")]
+        file: Option<PathBuf>,
         /// Print the token pieces instead of ids.
         #[arg(long)]
         pieces: bool,
@@ -56,12 +64,13 @@ fn main() -> anyhow::Result<()> {
         Command::Tokenize {
             model,
             text,
+            file,
             pieces,
             no_bos,
             no_parse_special,
         } => tokenize::run(
             &model,
-            &text,
+            tokenize::Input::from_args(text, file),
             tokenize::Options {
                 pieces,
                 add_bos: !no_bos,

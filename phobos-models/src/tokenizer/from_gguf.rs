@@ -51,11 +51,34 @@ impl TokenizerConfig {
         config.unk_id = optional_u32(gguf, "tokenizer.ggml.unknown_token_id")?;
         config.sep_id = optional_u32(gguf, "tokenizer.ggml.seperator_token_id")?;
         config.pad_id = optional_u32(gguf, "tokenizer.ggml.padding_token_id")?;
+        config.eot_id = optional_u32(gguf, "tokenizer.ggml.eot_token_id")?;
+        config.eom_id = optional_u32(gguf, "tokenizer.ggml.eom_token_id")?;
+        config.mask_id = optional_u32(gguf, "tokenizer.ggml.mask_token_id")?;
+        // The prefix/suffix/middle keys are the older names of the first three
+        // FIM ids; llama.cpp lets them win when both are present.
+        for (slot, key, old_key) in [
+            (&mut config.fim_pre_id, "fim_pre", Some("prefix")),
+            (&mut config.fim_suf_id, "fim_suf", Some("suffix")),
+            (&mut config.fim_mid_id, "fim_mid", Some("middle")),
+            (&mut config.fim_pad_id, "fim_pad", None),
+            (&mut config.fim_rep_id, "fim_rep", None),
+            (&mut config.fim_sep_id, "fim_sep", None),
+        ] {
+            *slot = optional_u32(gguf, &format!("tokenizer.ggml.{key}_token_id"))?;
+            if let Some(old_key) = old_key
+                && let Some(id) = optional_u32(gguf, &format!("tokenizer.ggml.{old_key}_token_id"))?
+            {
+                *slot = Some(id);
+            }
+        }
         config.add_bos = optional_bool(gguf, "tokenizer.ggml.add_bos_token")?;
         config.add_eos = optional_bool(gguf, "tokenizer.ggml.add_eos_token")?;
         config.add_space_prefix = optional_bool(gguf, "tokenizer.ggml.add_space_prefix")?;
         if gguf.contains_key("general.name") {
             config.model_name = Some(gguf.get_str("general.name")?.to_owned());
+        }
+        if gguf.contains_key("general.architecture") {
+            config.architecture = Some(gguf.get_str("general.architecture")?.to_owned());
         }
         Ok(config)
     }

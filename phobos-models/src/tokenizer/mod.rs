@@ -6,6 +6,7 @@
 
 mod bpe;
 mod from_gguf;
+mod load_rules;
 mod pretokenize;
 mod special;
 mod split_custom;
@@ -15,6 +16,7 @@ mod unicode;
 mod vocab;
 mod wpm;
 
+pub use load_rules::SpecialIds;
 pub use pretokenize::{PreTokenizerKind, PreTokenizerTraits};
 pub use stream::StreamDecoder;
 pub use vocab::{TokenAttrs, TokenType};
@@ -42,12 +44,6 @@ pub enum TokenizerError {
     BadRegex { pattern: String, reason: String },
     #[error("no byte-fallback token for byte 0x{byte:02X}")]
     NoByteToken { byte: u8 },
-    #[error("special token {role} = {id} is outside the vocabulary of {vocab_len} tokens")]
-    SpecialOutOfRange {
-        role: &'static str,
-        id: u32,
-        vocab_len: usize,
-    },
     #[error("the model asks for a {role} token but does not name one")]
     MissingSpecial { role: &'static str },
     #[error("reading tokenizer metadata: {0}")]
@@ -96,12 +92,26 @@ pub struct TokenizerConfig {
     pub unk_id: Option<u32>,
     pub sep_id: Option<u32>,
     pub pad_id: Option<u32>,
+    /// `tokenizer.ggml.{eot,eom,mask}_token_id` and the fill-in-the-middle ids
+    /// (`fim_{pre,suf,mid,pad,rep,sep}_token_id`). Missing ones are found by
+    /// token text at load (see [`SpecialIds`]).
+    pub eot_id: Option<u32>,
+    pub eom_id: Option<u32>,
+    pub mask_id: Option<u32>,
+    pub fim_pre_id: Option<u32>,
+    pub fim_suf_id: Option<u32>,
+    pub fim_mid_id: Option<u32>,
+    pub fim_pad_id: Option<u32>,
+    pub fim_rep_id: Option<u32>,
+    pub fim_sep_id: Option<u32>,
     /// `None` takes the model's default.
     pub add_bos: Option<bool>,
     pub add_eos: Option<bool>,
     pub add_space_prefix: Option<bool>,
     /// `general.name`, which llama.cpp consults for a few model quirks.
     pub model_name: Option<String>,
+    /// `general.architecture`, which selects a few strip attributes.
+    pub architecture: Option<String>,
 }
 
 impl TokenizerConfig {
@@ -119,10 +129,20 @@ impl TokenizerConfig {
             unk_id: None,
             sep_id: None,
             pad_id: None,
+            eot_id: None,
+            eom_id: None,
+            mask_id: None,
+            fim_pre_id: None,
+            fim_suf_id: None,
+            fim_mid_id: None,
+            fim_pad_id: None,
+            fim_rep_id: None,
+            fim_sep_id: None,
             add_bos: None,
             add_eos: None,
             add_space_prefix: None,
             model_name: None,
+            architecture: None,
         }
     }
 }
@@ -135,10 +155,8 @@ pub struct Tokenizer {
     pre: Option<PreTokenizer>,
     pre_traits: Option<PreTokenizerTraits>,
     specials: Vec<u32>,
-    bos_id: Option<u32>,
-    eos_id: Option<u32>,
-    unk_id: Option<u32>,
-    sep_id: Option<u32>,
+    special_ids: SpecialIds,
+    end_of_generation: Vec<u32>,
     add_bos: bool,
     add_eos: bool,
     add_space_prefix: bool,
@@ -152,15 +170,15 @@ impl std::fmt::Debug for Tokenizer {
             .field("n_tokens", &self.vocab.len())
             .field("n_merges", &self.merges.len())
             .field("pre", &self.pre_traits.map(|t| t.kind))
-            .field("bos_id", &self.bos_id)
-            .field("eos_id", &self.eos_id)
+            .field("special_ids", &self.special_ids)
+            .field("end_of_generation", &self.end_of_generation)
             .field("add_bos", &self.add_bos)
             .finish()
     }
 }
 
 impl Tokenizer {
-    pub fn new(config: TokenizerConfig) -> Result<Self, TokenizerError> {
+    pub fn new(mut config: TokenizerConfig) -> Result<Self, TokenizerError> {
         let model = TokenizerModel::from_gguf_name(&config.model)?;
         let n = config.tokens.len();
         for (key, len) in [
@@ -180,7 +198,7 @@ impl Tokenizer {
         } else {
             config.scores[..n].to_vec()
         };
-        let mut attrs: Vec<TokenAttrs> = if config.token_types.is_empty() {
+        let attrs: Vec<TokenAttrs> = if config.token_types.is_empty() {
             vec![TokenAttrs::from_type(TokenType::Normal); n]
         } else {
             config.token_types[..n]
@@ -202,8 +220,9 @@ impl Tokenizer {
             }
             _ => None,
         };
-        apply_name_quirks(&config, &mut attrs);
-        let vocab = Vocab::new(config.tokens, scores, attrs);
+        let mut vocab = Vocab::new(std::mem::take(&mut config.tokens), scores, attrs);
+        let settled =
+            load_rules::settle(model, &config, &vocab.texts, &vocab.ids, &mut vocab.attrs);
         let merges = match model {
             TokenizerModel::Bpe => Merges::from_lines(&config.merges)?,
             _ => Merges::default(),
@@ -227,21 +246,6 @@ impl Tokenizer {
             TokenizerModel::Bpe => false,
             _ => config.add_space_prefix.unwrap_or(default_space_prefix),
         };
-        let check = |role: &'static str, id: Option<u32>| -> Result<Option<u32>, TokenizerError> {
-            match id {
-                Some(id) if id as usize >= n => Err(TokenizerError::SpecialOutOfRange {
-                    role,
-                    id,
-                    vocab_len: n,
-                }),
-                other => Ok(other),
-            }
-        };
-        let bos_id = check("bos", config.bos_id)?;
-        let eos_id = check("eos", config.eos_id)?;
-        let unk_id = check("unk", config.unk_id)?;
-        let sep_id = check("sep", config.sep_id)?;
-        check("pad", config.pad_id)?;
         let specials = special_tokens_longest_first(&vocab);
         let mut byte_decode = [None; 512];
         for (byte, c) in unicode::byte_to_char_table().iter().enumerate() {
@@ -261,10 +265,8 @@ impl Tokenizer {
             pre,
             pre_traits,
             specials,
-            bos_id,
-            eos_id,
-            unk_id,
-            sep_id,
+            special_ids: settled.special,
+            end_of_generation: settled.end_of_generation,
             add_bos,
             add_eos: config.add_eos.unwrap_or(false),
             add_space_prefix,
@@ -282,10 +284,15 @@ impl Tokenizer {
         self.vocab.len()
     }
     pub fn bos_id(&self) -> Option<u32> {
-        self.bos_id
+        self.special_ids.bos
     }
     pub fn eos_id(&self) -> Option<u32> {
-        self.eos_id
+        self.special_ids.eos
+    }
+    /// Every special role's id (BOS, EOS, EOT, EOM, FIM, ...) as llama.cpp's
+    /// loader settles them: metadata first, then defaults and token texts.
+    pub fn special_ids(&self) -> SpecialIds {
+        self.special_ids
     }
     /// Whether `encode(.., add_special = true)` prepends BOS.
     pub fn adds_bos(&self) -> bool {
@@ -294,18 +301,16 @@ impl Tokenizer {
     pub fn adds_eos(&self) -> bool {
         self.add_eos
     }
-    /// Tokens that end generation: EOS plus the end-of-turn tokens llama.cpp
-    /// recognizes by name (`<|eot_id|>`, `<|im_end|>`, `<end_of_turn>`, ...).
-    pub fn end_of_generation_ids(&self) -> Vec<u32> {
-        let mut ids: Vec<u32> = self.eos_id.into_iter().collect();
-        for text in END_OF_TURN.iter().chain(["<|eom_id|>"].iter()) {
-            if let Some(id) = self.vocab.id(text)
-                && !ids.contains(&id)
-            {
-                ids.push(id);
-            }
-        }
-        ids
+    /// The end-of-generation set, sorted: a sampled token in it stops
+    /// generation. llama.cpp's rules: EOS, EOT, EOM, the FIM pad/repo/file
+    /// separator tokens, and every token with an end-of-turn text
+    /// (`<|im_end|>`, `<|eot_id|>`, `<end_of_turn>`, `</s>`, ...).
+    pub fn end_of_generation_ids(&self) -> &[u32] {
+        &self.end_of_generation
+    }
+    /// Whether `id` ends generation (see [`Self::end_of_generation_ids`]).
+    pub fn is_end_of_generation(&self, id: u32) -> bool {
+        self.end_of_generation.binary_search(&id).is_ok()
     }
 
     pub fn token_text(&self, id: u32) -> Option<&str> {
@@ -330,7 +335,8 @@ impl Tokenizer {
         let mut out = Vec::with_capacity(text.len() / 3 + 2);
         if add_special && self.add_bos {
             out.push(
-                self.bos_id
+                self.special_ids
+                    .bos
                     .ok_or(TokenizerError::MissingSpecial { role: "bos" })?,
             );
         }
@@ -352,13 +358,14 @@ impl Tokenizer {
         }
         if add_special && self.add_eos {
             out.push(
-                self.eos_id
+                self.special_ids
+                    .eos
                     .ok_or(TokenizerError::MissingSpecial { role: "eos" })?,
             );
         }
         if add_special
             && self.model == TokenizerModel::WordPiece
-            && let Some(sep) = self.sep_id
+            && let Some(sep) = self.special_ids.sep
         {
             out.push(sep);
         }
@@ -382,7 +389,7 @@ impl Tokenizer {
             }
             TokenizerModel::Bpe => self.encode_bpe(raw, out),
             TokenizerModel::WordPiece => {
-                wpm::encode(&self.vocab, raw, self.unk_id, out);
+                wpm::encode(&self.vocab, raw, self.special_ids.unk, out);
                 Ok(())
             }
         }
@@ -500,50 +507,4 @@ impl Tokenizer {
 fn parse_byte_token(text: &str) -> Option<u8> {
     let hex = text.strip_prefix("<0x")?.strip_suffix('>')?;
     u8::from_str_radix(hex, 16).ok()
-}
-
-/// Attribute fixes llama.cpp applies by name: end-of-turn style tokens are
-/// control tokens even when the file forgot to say so, and Phi-3's special
-/// tokens swallow the whitespace after them.
-/// Token texts llama.cpp treats as end-of-turn markers.
-const END_OF_TURN: &[&str] = &[
-    "<|eot_id|>",
-    "<|im_end|>",
-    "<|end|>",
-    "<end_of_turn>",
-    "<|endoftext|>",
-    "<|end_of_text|>",
-    "<EOT>",
-    "_<EOT>",
-    "[EOT]",
-    "<｜end▁of▁sentence｜>",
-    "<end_of_utterance>",
-];
-
-fn apply_name_quirks(config: &TokenizerConfig, attrs: &mut [TokenAttrs]) {
-    if let Some(position) = END_OF_TURN
-        .iter()
-        .find_map(|eot| config.tokens.iter().position(|t| t == eot))
-    {
-        attrs[position].control = true;
-    }
-    for (text, attr) in config.tokens.iter().zip(attrs.iter_mut()) {
-        if attr.control && text.contains("unused") {
-            attr.unused = true;
-        }
-    }
-    let name = config.model_name.as_deref().unwrap_or("").to_lowercase();
-    if name.contains("phi-3") || name.contains("phi3") {
-        for (text, attr) in config.tokens.iter().zip(attrs.iter_mut()) {
-            if attr.is_special() {
-                attr.rstrip = true;
-            }
-            if text == "</s>" {
-                attr.rstrip = true;
-            }
-            if matches!(text.as_str(), "<unk>" | "<s>" | "<|endoftext|>") {
-                attr.rstrip = false;
-            }
-        }
-    }
 }
