@@ -32,7 +32,8 @@ enum Command {
     /// The text is TEXT, or the bytes of --file PATH, or standard input when
     /// TEXT is `-` or when neither is given and stdin is not a terminal. Text
     /// from a file or stdin is taken verbatim (a final newline is part of it).
-    /// Text that begins with `-` goes after `--`: `phobos tokenize M -- -x`.
+    /// Text that begins with `-` goes after `--`: `phobos tokenize M -- -x`
+    /// (a lone `-` still means stdin).
     Tokenize {
         model: PathBuf,
         text: Option<String>,
