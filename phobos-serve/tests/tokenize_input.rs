@@ -146,7 +146,10 @@ fn file_text_is_read_verbatim() {
     let out = f.run(&["--file", path.to_str().unwrap()], None);
     assert_eq!(out.status.code(), Some(1));
     let stderr = failure(&out);
-    assert!(stderr.contains("is not UTF-8 (invalid byte at offset 3)"), "{stderr}");
+    assert!(
+        stderr.contains("is not UTF-8 (invalid byte at offset 3)"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -255,7 +255,8 @@ pub(crate) fn settle(
     // gpt-oss (and solar-open) end a message with <|end|> but keep
     // generating after it; <|return|>/<|call|> end generation there.
     let call = has(&eog, "<|call|>") || has(&eog, "<|calls|>");
-    if ((has(&eog, "<|return|>") && call) || (call && has(&eog, "<|flush|>")))
+    if call
+        && (has(&eog, "<|return|>") || has(&eog, "<|flush|>"))
         && let Some(&end) = ids.get("<|end|>")
         && eog.remove(&end)
     {
