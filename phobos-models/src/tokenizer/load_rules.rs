@@ -202,9 +202,10 @@ pub(crate) fn settle(
     };
 
     // A role the metadata leaves empty takes the token with a known text, and
-    // that token becomes control. llama.cpp walks a hash map here, so when a
-    // vocabulary has several candidates its pick is unspecified; the lowest
-    // id is taken here, which is deterministic.
+    // that token becomes control. llama.cpp walks a hash map here, so with
+    // several candidates its pick is formally unspecified; on the vocabularies
+    // that have several (Llama 3, Phi-3, Qwen2) it is the earliest text in its
+    // list, which is the rule here.
     for (slot, candidates) in [
         (&mut s.eot, EOT_TEXTS),
         (&mut s.eom, EOM_TEXTS),
@@ -218,7 +219,7 @@ pub(crate) fn settle(
         if slot.is_some() {
             continue;
         }
-        if let Some(id) = candidates.iter().filter_map(|t| ids.get(*t).copied()).min() {
+        if let Some(id) = candidates.iter().find_map(|t| ids.get(*t).copied()) {
             *slot = Some(id);
             attrs[id as usize].control = true;
         }
@@ -342,18 +343,20 @@ mod tests {
                 "a",
                 "b",
                 "</s>",
-                "<|im_end|>",
                 "<|endoftext|>",
+                "<|im_end|>",
                 "<|fim_prefix|>",
             ],
-            &[Normal, Normal, Normal, Normal, Control, Normal],
+            &[Normal, Normal, Normal, Control, Normal, Normal],
         );
-        for id in [2, 3, 5] {
+        for id in [2, 4, 5] {
             assert!(t.token_attrs(id).control, "{id}");
         }
-        // </s>, <|im_end|> and <|endoftext|>; not the FIM prefix.
+        // </s>, <|endoftext|> and <|im_end|>; not the FIM prefix.
         assert_eq!(t.end_of_generation_ids(), &[2, 3, 4]);
-        assert_eq!(t.special_ids().eot, Some(3));
+        assert!(t.is_end_of_generation(4) && !t.is_end_of_generation(5));
+        // <|im_end|> comes before <|endoftext|> in llama.cpp's list.
+        assert_eq!(t.special_ids().eot, Some(4));
         assert_eq!(t.special_ids().fim_pre, Some(5));
         assert_eq!(t.encode("</s>", false, true).unwrap(), vec![2]);
     }
