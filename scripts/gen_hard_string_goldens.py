@@ -7,7 +7,8 @@ Builds llama-tokenize from the pinned llama-cpp-python 0.3.36 sdist (the
 llama.cpp that VERIFY.md pins), unless --llama-cpp names an unpacked sdist
 whose build/ already has it:
 
-    pip download --no-deps --no-binary :all: llama-cpp-python==0.3.36 -d /tmp/lcp
+    pip download --no-deps --no-binary :all: --no-build-isolation \
+        llama-cpp-python==0.3.36 -d /tmp/lcp   (scikit-build-core, cmake installed)
     tar xzf /tmp/lcp/llama_cpp_python-0.3.36.tar.gz -C /tmp/lcp
     cmake -S vendor/llama.cpp -B build -DLLAMA_CURL=OFF -DCMAKE_BUILD_TYPE=Release \
         -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
@@ -65,8 +66,15 @@ def build_llama_cpp(sdist):
     """Unpacks the sdist and builds llama-tokenize; returns the unpacked dir."""
     work = Path(tempfile.mkdtemp(prefix="lcp-"))
     if sdist is None:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary",
-                        ":all:", SDIST, "-d", str(work)], check=True)
+        # pip prepares an sdist's metadata even to download it; with the build
+        # backend installed as wheels in a throwaway venv nothing is compiled
+        # (as scripts/fetch_llama_vocabs.sh does).
+        venv = work / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        pip = str(venv / "bin/pip")
+        subprocess.run([pip, "install", "-q", "scikit-build-core", "cmake"], check=True)
+        subprocess.run([pip, "download", "-q", "--no-deps", "--no-binary", ":all:",
+                        "--no-build-isolation", SDIST, "-d", str(work)], check=True)
         sdist = next(work.glob("llama_cpp_python-*.tar.gz"))
     subprocess.run(["tar", "xzf", str(sdist), "-C", str(work)], check=True)
     top = next(work.glob("llama_cpp_python-*/"))
