@@ -53,6 +53,23 @@ fn conversations(golden: &Value) -> Vec<Conversation> {
         .collect()
 }
 
+fn first_difference(a: &str, b: &str) -> usize {
+    a.char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or(a.len().min(b.len()), |((i, _), _)| i)
+}
+
+/// The text around byte `at` (on char boundaries).
+fn around(text: &str, at: usize) -> String {
+    let from = at.saturating_sub(60);
+    text.char_indices()
+        .skip_while(|(i, _)| *i < from)
+        .take_while(|(i, _)| *i < at + 60)
+        .map(|(_, c)| c)
+        .collect()
+}
+
 #[test]
 fn real_templates_match_hugging_face_renderings() {
     let raw = std::fs::read_to_string(golden_dir().join("hf_renderings.json")).unwrap();
@@ -86,9 +103,14 @@ fn real_templates_match_hugging_face_renderings() {
                 .and_then(|t| t.render_verbatim(&request).map_err(|e| e.to_string()));
             let outcome = match (expected["text"].as_str(), &got) {
                 (Some(want), Ok(text)) if want == text => Ok(()),
-                (Some(want), Ok(text)) => Err(format!(
-                    "rendering differs\n  jinja2 {want:?}\n  phobos {text:?}"
-                )),
+                (Some(want), Ok(text)) => {
+                    let at = first_difference(want, text);
+                    Err(format!(
+                        "rendering differs at byte {at}\n  jinja2 …{:?}\n  phobos …{:?}",
+                        around(want, at),
+                        around(text, at)
+                    ))
+                }
                 (Some(_), Err(e)) => Err(format!("jinja2 renders, phobos fails: {e}")),
                 (None, Err(_)) => Ok(()),
                 (None, Ok(text)) => Err(format!(

@@ -126,8 +126,7 @@ fn deep_recursion_stops_at_the_recursion_limit() {
         ChatLimit::Recursion,
     );
     assert_limit(
-        "{% macro f(n) %}{{ caller() }}{{ f(n + 1) }}{% endmacro %}\
-         {% call f(0) %}x{% endcall %}",
+        "{% for x in [1] recursive %}{{ loop([x]) }}{% endfor %}",
         ChatLimit::Recursion,
     );
     // Bounded recursion renders.
@@ -151,22 +150,25 @@ fn deep_recursion_is_safe_on_a_small_stack() {
 
 #[test]
 fn nested_loops_with_huge_output_stop_at_the_work_limit() {
+    // Each iteration writes 10 kB, so the work limit comes long before the
+    // fuel limit.
+    let raw = "x".repeat(10_000);
     assert_limit(
-        "{% for i in range(100000) %}{% for j in range(100000) %}\
-         xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\
-         {% endfor %}{% endfor %}",
+        &format!(
+            "{{% for i in range(100000) %}}{{% for j in range(100000) %}}{raw}\
+             {{% endfor %}}{{% endfor %}}"
+        ),
         ChatLimit::Work,
     );
     assert_limit(
-        "{% for i in range(100000) %}{% for j in range(100000) %}\
-         {{ messages }}{% endfor %}{% endfor %}",
+        "{% set s = 'y' * 10000 %}{% for i in range(100000) %}{% for j in range(100000) %}\
+         {{ s }}{% endfor %}{% endfor %}",
         ChatLimit::Work,
     );
     // Output captured into a variable is charged the same way.
     assert_limit(
-        "{% set ns = namespace(n=0) %}{% for i in range(100000) %}{% set x %}\
-         {% for j in range(100000) %}yyyyyyyyyyyyyyyyyyyyyyyyyyyy{% endfor %}\
-         {% endset %}{% endfor %}",
+        "{% set s = 'y' * 10000 %}{% for i in range(100000) %}{% set x %}\
+         {% for j in range(100000) %}{{ s }}{% endfor %}{% endset %}{% endfor %}",
         ChatLimit::Work,
     );
 }

@@ -5,14 +5,13 @@
 //! separators and replacements) checked before they allocate.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use minijinja::value::{Enumerator, Kwargs, Object, ObjectRepr, Rest, StringInput, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, Value};
 
 use super::limits::{Budget, ChatLimit, ITEM_COST};
-use super::vm;
+use super::{pystr, vm};
 
 /// A Jinja namespace. minijinja's own lets a namespace be stored in itself;
 /// this one refuses namespaces as attribute values, and (as Hugging Face's)
@@ -151,6 +150,40 @@ fn joined_len(budget: &Budget, items: &Value, separator: &str) -> Result<u64, Er
     Ok(total)
 }
 
+/// markupsafe's HTML escaping.
+fn markup_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&#34;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `a + b` as Python computes it for the values templates see.
+fn python_add(a: &Value, b: &Value) -> Result<Value, Error> {
+    if let (Some(x), Some(y)) = (a.as_str(), b.as_str()) {
+        return Ok(match (a.is_safe(), b.is_safe()) {
+            (false, false) => Value::from([x, y].concat()),
+            (true, true) => Value::from_safe_string([x, y].concat()),
+            (true, false) => Value::from_safe_string(format!("{x}{}", markup_escape(y))),
+            (false, true) => Value::from_safe_string(format!("{}{y}", markup_escape(x))),
+        });
+    }
+    let seq = |v: &Value| matches!(v.kind(), ValueKind::Seq | ValueKind::Iterable);
+    if seq(a) && seq(b) {
+        let items: Vec<Value> = a.try_iter()?.chain(b.try_iter()?).collect();
+        return Ok(Value::from(items));
+    }
+    plain_binop("a + b", a, b)
+}
+
 /// A writer into the output that charges every byte to the budget.
 struct Charged<'a, 'b> {
     out: &'a mut minijinja::Output<'b>,
@@ -174,7 +207,7 @@ pub(crate) fn install(env: &mut Environment<'_>, budget: &Arc<Budget>) {
             return Ok(());
         }
         let mut writer = Charged { out, budget: &b };
-        write!(writer, "{value}").map_err(|_| {
+        pystr::write_str(&mut writer, value, b.depth + 1).map_err(|_| {
             b.tripped().map_or_else(
                 || Error::new(ErrorKind::WriteFailure, "writing the output failed"),
                 |limit| Error::new(ErrorKind::InvalidOperation, format!("{limit} limit reached")),
@@ -211,6 +244,80 @@ pub(crate) fn install(env: &mut Environment<'_>, budget: &Arc<Budget>) {
         b.check(&product, false)?;
         Ok(product)
     });
+
+    let b = budget.clone();
+    env.add_function(vm::ADD, move |a: Value, c: Value| -> Result<Value, Error> {
+        let sum = python_add(&a, &c)?;
+        b.check(&sum, false)?;
+        Ok(sum)
+    });
+
+    let b = budget.clone();
+    env.add_function(vm::CONCAT, move |a: Value, c: Value| -> Result<Value, Error> {
+        let text = |v: &Value| {
+            pystr::to_str(v, b.depth + 1).map_err(|_| {
+                b.fail(ChatLimit::Depth, format!("a value nests deeper than {} levels", b.depth))
+            })
+        };
+        let joined = Value::from(text(&a)? + &text(&c)?);
+        b.check(&joined, false)?;
+        Ok(joined)
+    });
+
+    let b = budget.clone();
+    env.add_filter("string", move |value: Value| -> Result<Value, Error> {
+        if value.as_str().is_some() {
+            return Ok(value);
+        }
+        pystr::to_str(&value, b.depth + 1).map(Value::from).map_err(|_| {
+            b.fail(ChatLimit::Depth, format!("a value nests deeper than {} levels", b.depth))
+        })
+    });
+
+    env.add_function(vm::LOOP_ITERABLE, |value: Value| -> Result<Value, Error> {
+        if value.is_none() {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "'NoneType' object is not iterable",
+            ));
+        }
+        Ok(value)
+    });
+
+    // Python's iter() accepts strings, containers and jinja2's Undefined,
+    // not none or numbers (minijinja's test also accepts none).
+    env.add_test("iterable", |value: Value| -> bool {
+        matches!(
+            value.kind(),
+            ValueKind::String
+                | ValueKind::Bytes
+                | ValueKind::Seq
+                | ValueKind::Map
+                | ValueKind::Iterable
+                | ValueKind::Undefined
+        )
+    });
+
+    // jinja2's map, select, reject, selectattr and rejectattr return
+    // generators: `length` and `tojson` fail on them as in Python, `list`,
+    // `join` and loops take them.
+    env.add_filter("__builtin_map", minijinja::filters::map);
+    env.add_filter("__builtin_select", minijinja::filters::select);
+    env.add_filter("__builtin_reject", minijinja::filters::reject);
+    env.add_filter("__builtin_selectattr", minijinja::filters::selectattr);
+    env.add_filter("__builtin_rejectattr", minijinja::filters::rejectattr);
+    for name in ["map", "select", "reject", "selectattr", "rejectattr"] {
+        env.add_filter(
+            name,
+            move |state: &State, value: Value, args: Rest<Value>| -> Result<Value, Error> {
+                let mut all = vec![value];
+                all.extend(args.iter().cloned());
+                let result = state.apply_filter(&format!("__builtin_{name}"), &all)?;
+                let items: Vec<Value> = result.try_iter()?.collect();
+                Ok(Value::make_iterable(move || items.clone().into_iter()))
+            },
+        );
+    }
 
     let b = budget.clone();
     env.add_function(
@@ -281,21 +388,33 @@ pub(crate) fn install(env: &mut Environment<'_>, budget: &Arc<Budget>) {
     let b = budget.clone();
     env.add_filter(
         "indent",
-        move |value: StringInput<'_>,
-              width: Option<usize>,
+        move |value: String,
+              width: Option<Value>,
               first: Option<bool>,
               blank: Option<bool>,
               kwargs: Kwargs|
               -> Result<Value, Error> {
-            check_width(&b, width.unwrap_or(0) as u64, "indent width")?;
-            let lines = value.as_str().lines().count() as u64 + 1;
+            let width = match width {
+                None => " ".repeat(4),
+                Some(w) => match w.as_str() {
+                    Some(s) => s.to_owned(),
+                    None => {
+                        let n = i128::try_from(w)?.max(0);
+                        check_width(&b, n.min(i128::from(u64::MAX)) as u64, "indent width")?;
+                        " ".repeat(n as usize)
+                    }
+                },
+            };
+            let first = kwargs.get::<Option<bool>>("first")?.or(first).unwrap_or(false);
+            let blank = kwargs.get::<Option<bool>>("blank")?.or(blank).unwrap_or(false);
+            kwargs.assert_all_used()?;
+            let lines = value.lines().count() as u64 + 1;
             check_size(
                 &b,
-                (value.as_str().len() as u64)
-                    .saturating_add(lines.saturating_mul(width.unwrap_or(4) as u64)),
+                (value.len() as u64).saturating_add(lines.saturating_mul(width.len() as u64)),
                 "the indented string",
             )?;
-            minijinja::filters::indent(value, width, first, blank, kwargs)
+            Ok(Value::from(pystr::indent(&value, &width, first, blank)))
         },
     );
 
@@ -332,7 +451,20 @@ pub(crate) fn install(env: &mut Environment<'_>, budget: &Arc<Budget>) {
             let separator = joiner.as_ref().map_or("", |j| j.as_str());
             let total = joined_len(&b, value, separator)?;
             check_size(&b, total, "the joined string")?;
-            minijinja::filters::join(state, value, joiner)
+            if value.as_str().is_some() {
+                return minijinja::filters::join(state, value, joiner);
+            }
+            // jinja2 joins str() of each item.
+            let mut joined = String::new();
+            for (i, item) in value.try_iter()?.enumerate() {
+                if i > 0 {
+                    joined.push_str(separator);
+                }
+                pystr::write_str(&mut joined, &item, b.depth + 1).map_err(|_| {
+                    b.fail(ChatLimit::Depth, format!("a value nests deeper than {} levels", b.depth))
+                })?;
+            }
+            Ok(Value::from(joined))
         },
     );
 

@@ -73,7 +73,9 @@ pub(crate) fn tojson_filter(budget: &Budget, value: Value, kwargs: Kwargs) -> Re
     };
     let mut out = String::new();
     write_json(&value, &style, 0, &mut out)?;
-    Ok(Value::from_safe_string(out))
+    // A plain string, as json.dumps returns (not markup: `'x'|safe + json`
+    // escapes it, as in jinja2).
+    Ok(Value::from(out))
 }
 
 fn write_string(s: &str, ensure_ascii: bool, out: &mut String) {
@@ -158,7 +160,15 @@ pub(crate) fn write_json(
         ValueKind::String => {
             write_string(value.as_str().unwrap_or_default(), style.ensure_ascii, out)
         }
-        ValueKind::Seq | ValueKind::Iterable => {
+        ValueKind::Iterable => {
+            // Python's json.dumps refuses generators (jinja2's map, select,
+            // ...) and ranges; minijinja's lazy values stand for those.
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "tojson: a generator or range is not JSON serializable (apply `list` first)",
+            ));
+        }
+        ValueKind::Seq => {
             let items: Vec<Value> = value.try_iter()?.collect();
             if items.is_empty() {
                 out.push_str("[]");

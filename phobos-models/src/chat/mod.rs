@@ -15,6 +15,7 @@ mod bounded;
 mod json;
 mod limits;
 mod polyfill;
+mod pystr;
 mod time;
 mod vm;
 

@@ -6,7 +6,12 @@
 //! compiled program is rewritten before it runs: raw text becomes a constant
 //! emitted through the charged formatter, every operation that builds a value
 //! is followed by a call to the size check, `*` goes through a pre-checked
-//! multiply, and namespace assignment through a checked setter. Jump targets
+//! multiply, `+` through Python's semantics (a safe string plus a string
+//! escapes the string, as markupsafe's `Markup.__add__` does; lists add to a
+//! list), a `for` over none fails as in Python, and namespace assignment goes
+//! through a checked setter. Constant
+//! containers (folded at compile time by minijinja's own operators) are
+//! checked where they are loaded. Jump targets
 //! are remapped to the new instruction positions.
 
 use std::collections::BTreeMap;
@@ -17,12 +22,19 @@ use minijinja::machinery::{
     make_string_output,
 };
 use minijinja::syntax::SyntaxConfig;
+use minijinja::value::ValueKind;
 use minijinja::{AutoEscape, Environment, Error, Value};
 
 /// The size check run on the value an operation just built.
 pub(crate) const CHECK: &str = "__phobos_check";
 /// `a * b` with the result's size checked before it is built.
 pub(crate) const MUL: &str = "__phobos_mul";
+/// `a + b` with Python's semantics where minijinja's differ.
+pub(crate) const ADD: &str = "__phobos_add";
+/// `a ~ b` with Python's `str()` of each side.
+pub(crate) const CONCAT: &str = "__phobos_concat";
+/// What a `for` loop iterates: none is refused, as in Python.
+pub(crate) const LOOP_ITERABLE: &str = "__phobos_loop_iterable";
 /// `ns.attr = value` (value, namespace, name).
 pub(crate) const SET_ATTR: &str = "__phobos_setattr";
 
@@ -77,15 +89,26 @@ fn expand<'s>(instruction: &Instruction<'s>) -> Vec<Instruction<'s>> {
     let checked = |i: Instruction<'s>| vec![i, I::CallFunction(CHECK, Some(1))];
     match instruction {
         I::EmitRaw(text) => vec![I::LoadConst(Value::from(*text)), I::Emit],
+        // Constant folding runs minijinja's own operators at compile time:
+        // `[1, 2] * 2**62` becomes one lazy constant of 2^63 items.
+        I::LoadConst(value)
+            if matches!(
+                value.kind(),
+                ValueKind::Seq | ValueKind::Iterable | ValueKind::Map
+            ) =>
+        {
+            checked(instruction.clone())
+        }
         I::Mul => vec![I::CallFunction(MUL, Some(2))],
+        I::Add => vec![I::CallFunction(ADD, Some(2))],
+        I::StringConcat => vec![I::CallFunction(CONCAT, Some(2))],
+        I::PushLoop(flags) => vec![I::CallFunction(LOOP_ITERABLE, Some(1)), I::PushLoop(*flags)],
         I::SetAttr(name) => vec![
             I::LoadConst(Value::from(*name)),
             I::CallFunction(SET_ATTR, Some(3)),
             I::DiscardTop,
         ],
-        I::Add
-        | I::StringConcat
-        | I::BuildList(_)
+        I::BuildList(_)
         | I::BuildMap(_)
         | I::ApplyFilter(..)
         | I::CallMethod(..)
