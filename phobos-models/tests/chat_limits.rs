@@ -26,9 +26,7 @@ fn limit_hit(source: &str) -> (ChatLimit, String) {
         "{source}: took {elapsed:?}"
     );
     match result {
-        Err(ChatTemplateError::Limit { limit, .. }) => {
-            (limit, result.unwrap_err().to_string())
-        }
+        Err(ChatTemplateError::Limit { limit, .. }) => (limit, result.unwrap_err().to_string()),
         Err(other) => panic!("{source}: not a limit error: {other}"),
         Ok(text) => panic!("{source}: rendered {} bytes", text.len()),
     }
@@ -69,10 +67,7 @@ fn a_huge_tojson_indent_is_refused_at_load() {
 
 #[test]
 fn a_billion_item_range_is_refused() {
-    assert_limit(
-        "{% for i in range(10**9) %}x{% endfor %}",
-        ChatLimit::Range,
-    );
+    assert_limit("{% for i in range(10**9) %}x{% endfor %}", ChatLimit::Range);
     assert_limit("{{ range(0, 10**12, 3) | length }}", ChatLimit::Range);
 }
 

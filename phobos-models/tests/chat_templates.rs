@@ -126,7 +126,9 @@ fn every_real_template_renders_a_tool_conversation() {
             match result {
                 Err(e) if e.to_string().contains(why) => continue,
                 other => {
-                    failures.push(format!("{name}: expected to fail with {why:?}, got {other:?}"));
+                    failures.push(format!(
+                        "{name}: expected to fail with {why:?}, got {other:?}"
+                    ));
                     continue;
                 }
             }

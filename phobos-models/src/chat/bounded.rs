@@ -210,7 +210,12 @@ pub(crate) fn install(env: &mut Environment<'_>, budget: &Arc<Budget>) {
         pystr::write_str(&mut writer, value, b.depth + 1).map_err(|_| {
             b.tripped().map_or_else(
                 || Error::new(ErrorKind::WriteFailure, "writing the output failed"),
-                |limit| Error::new(ErrorKind::InvalidOperation, format!("{limit} limit reached")),
+                |limit| {
+                    Error::new(
+                        ErrorKind::InvalidOperation,
+                        format!("{limit} limit reached"),
+                    )
+                },
             )
         })
     });
@@ -230,7 +235,11 @@ pub(crate) fn install(env: &mut Environment<'_>, budget: &Arc<Budget>) {
         if let Some(n) = count.as_i64().filter(|n| *n > 0) {
             let n = n as u64;
             if let Some(s) = text.as_str() {
-                check_size(&b, (s.len() as u64).saturating_mul(n), "the repeated string")?;
+                check_size(
+                    &b,
+                    (s.len() as u64).saturating_mul(n),
+                    "the repeated string",
+                )?;
             } else if matches!(text.kind(), ValueKind::Seq | ValueKind::Iterable) {
                 let len = text.len().map_or(0, |l| l as u64);
                 check_size(
@@ -253,25 +262,36 @@ pub(crate) fn install(env: &mut Environment<'_>, budget: &Arc<Budget>) {
     });
 
     let b = budget.clone();
-    env.add_function(vm::CONCAT, move |a: Value, c: Value| -> Result<Value, Error> {
-        let text = |v: &Value| {
-            pystr::to_str(v, b.depth + 1).map_err(|_| {
-                b.fail(ChatLimit::Depth, format!("a value nests deeper than {} levels", b.depth))
-            })
-        };
-        let joined = Value::from(text(&a)? + &text(&c)?);
-        b.check(&joined, false)?;
-        Ok(joined)
-    });
+    env.add_function(
+        vm::CONCAT,
+        move |a: Value, c: Value| -> Result<Value, Error> {
+            let text = |v: &Value| {
+                pystr::to_str(v, b.depth + 1).map_err(|_| {
+                    b.fail(
+                        ChatLimit::Depth,
+                        format!("a value nests deeper than {} levels", b.depth),
+                    )
+                })
+            };
+            let joined = Value::from(text(&a)? + &text(&c)?);
+            b.check(&joined, false)?;
+            Ok(joined)
+        },
+    );
 
     let b = budget.clone();
     env.add_filter("string", move |value: Value| -> Result<Value, Error> {
         if value.as_str().is_some() {
             return Ok(value);
         }
-        pystr::to_str(&value, b.depth + 1).map(Value::from).map_err(|_| {
-            b.fail(ChatLimit::Depth, format!("a value nests deeper than {} levels", b.depth))
-        })
+        pystr::to_str(&value, b.depth + 1)
+            .map(Value::from)
+            .map_err(|_| {
+                b.fail(
+                    ChatLimit::Depth,
+                    format!("a value nests deeper than {} levels", b.depth),
+                )
+            })
     });
 
     env.add_function(vm::LOOP_ITERABLE, |value: Value| -> Result<Value, Error> {
@@ -371,11 +391,16 @@ pub(crate) fn install(env: &mut Environment<'_>, budget: &Arc<Budget>) {
             if count > i128::from(b.range) {
                 return Err(b.fail(
                     ChatLimit::Range,
-                    format!("range of {count} items is longer than the limit {}", b.range),
+                    format!(
+                        "range of {count} items is longer than the limit {}",
+                        b.range
+                    ),
                 ));
             }
             let as_isize = |v: i64| {
-                isize::try_from(v).map_err(|_| Error::new(ErrorKind::InvalidOperation, "range bound out of range"))
+                isize::try_from(v).map_err(|_| {
+                    Error::new(ErrorKind::InvalidOperation, "range bound out of range")
+                })
             };
             minijinja::functions::range(
                 as_isize(lower)?,
@@ -405,8 +430,14 @@ pub(crate) fn install(env: &mut Environment<'_>, budget: &Arc<Budget>) {
                     }
                 },
             };
-            let first = kwargs.get::<Option<bool>>("first")?.or(first).unwrap_or(false);
-            let blank = kwargs.get::<Option<bool>>("blank")?.or(blank).unwrap_or(false);
+            let first = kwargs
+                .get::<Option<bool>>("first")?
+                .or(first)
+                .unwrap_or(false);
+            let blank = kwargs
+                .get::<Option<bool>>("blank")?
+                .or(blank)
+                .unwrap_or(false);
             kwargs.assert_all_used()?;
             let lines = value.lines().count() as u64 + 1;
             check_size(
@@ -427,11 +458,7 @@ pub(crate) fn install(env: &mut Environment<'_>, budget: &Arc<Budget>) {
                   count: usize,
                   fill: Option<Value>|
                   -> Result<Value, Error> {
-                check_size(
-                    &b,
-                    (count as u64).saturating_mul(ITEM_COST),
-                    "the batches",
-                )?;
+                check_size(&b, (count as u64).saturating_mul(ITEM_COST), "the batches")?;
                 if slice {
                     minijinja::filters::slice(state, value, count, fill)
                 } else {
@@ -461,7 +488,10 @@ pub(crate) fn install(env: &mut Environment<'_>, budget: &Arc<Budget>) {
                     joined.push_str(separator);
                 }
                 pystr::write_str(&mut joined, &item, b.depth + 1).map_err(|_| {
-                    b.fail(ChatLimit::Depth, format!("a value nests deeper than {} levels", b.depth))
+                    b.fail(
+                        ChatLimit::Depth,
+                        format!("a value nests deeper than {} levels", b.depth),
+                    )
                 })?;
             }
             Ok(Value::from(joined))
@@ -496,7 +526,9 @@ pub(crate) fn install(env: &mut Environment<'_>, budget: &Arc<Budget>) {
         if let Some(s) = value.as_str() {
             let text = |i: usize| args.get(i).and_then(Value::as_str).unwrap_or_default();
             match method {
-                "replace" => check_size(&b, replaced_len(s, text(0), text(1)), "the replaced string")?,
+                "replace" => {
+                    check_size(&b, replaced_len(s, text(0), text(1)), "the replaced string")?
+                }
                 "join" => {
                     let items = args.first().cloned().unwrap_or_default();
                     let total = joined_len(&b, &items, s)?;

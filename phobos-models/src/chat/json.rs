@@ -41,10 +41,16 @@ pub(crate) fn tojson_filter(budget: &Budget, value: Value, kwargs: Kwargs) -> Re
             }
         }),
     };
-    if indent.as_ref().is_some_and(|i| i.len() > budget.json_indent) {
+    if indent
+        .as_ref()
+        .is_some_and(|i| i.len() > budget.json_indent)
+    {
         return Err(budget.fail(
             ChatLimit::JsonIndent,
-            format!("tojson indent is longer than the limit {}", budget.json_indent),
+            format!(
+                "tojson indent is longer than the limit {}",
+                budget.json_indent
+            ),
         ));
     }
     let separators: Option<Value> = kwargs.get("separators")?;
@@ -129,7 +135,10 @@ pub(crate) fn write_json(
     if depth > style.budget.depth {
         return Err(style.budget.fail(
             ChatLimit::Depth,
-            format!("tojson: a value nests deeper than {} levels", style.budget.depth),
+            format!(
+                "tojson: a value nests deeper than {} levels",
+                style.budget.depth
+            ),
         ));
     }
     match value.kind() {

@@ -165,7 +165,11 @@ impl Budget {
         };
         let result = walk.visit(value, 0);
         let fresh_bytes = value.as_str().map_or(0, |s| s.len() as u64);
-        self.charge(walk.items.saturating_mul(ITEM_COST).saturating_add(fresh_bytes))?;
+        self.charge(
+            walk.items
+                .saturating_mul(ITEM_COST)
+                .saturating_add(fresh_bytes),
+        )?;
         result
     }
 }

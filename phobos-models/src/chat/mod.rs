@@ -330,7 +330,9 @@ fn environment(
     let b = budget.clone();
     env.add_filter(
         "tojson",
-        move |value: Value, kwargs: minijinja::value::Kwargs| json::tojson_filter(&b, value, kwargs),
+        move |value: Value, kwargs: minijinja::value::Kwargs| {
+            json::tojson_filter(&b, value, kwargs)
+        },
     );
     bounded::install(&mut env, budget);
     env

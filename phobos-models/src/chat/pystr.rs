@@ -120,7 +120,11 @@ fn float_repr(f: f64) -> String {
         } else if point as usize >= digits.len() {
             format!("{digits}{}.0", "0".repeat(point as usize - digits.len()))
         } else {
-            format!("{}.{}", &digits[..point as usize], &digits[point as usize..])
+            format!(
+                "{}.{}",
+                &digits[..point as usize],
+                &digits[point as usize..]
+            )
         };
         format!("{sign}{text}")
     } else {
@@ -145,7 +149,11 @@ pub(crate) fn indent(s: &str, indent: &str, first: bool, blank: bool) -> String 
         if i > 0 {
             out.push('\n');
         }
-        if if i == 0 { first } else { blank || !line.is_empty() } {
+        if if i == 0 {
+            first
+        } else {
+            blank || !line.is_empty()
+        } {
             out.push_str(indent);
         }
         out.push_str(line);

@@ -69,7 +69,11 @@ pub(crate) fn compile(source: &str) -> Result<Program<'_>, Error> {
 
 /// Runs `program` against `root`; the output goes through the environment's
 /// (charged) formatter.
-pub(crate) fn run(env: &Environment<'_>, program: &Program<'_>, root: Value) -> Result<String, Error> {
+pub(crate) fn run(
+    env: &Environment<'_>,
+    program: &Program<'_>,
+    root: Value,
+) -> Result<String, Error> {
     let mut rendered = String::new();
     {
         let mut output = make_string_output(&mut rendered);
