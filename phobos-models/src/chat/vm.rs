@@ -46,6 +46,9 @@ pub(crate) struct Program<'s> {
 
 /// Parses `source` with the Hugging Face whitespace rules (trim_blocks,
 /// lstrip_blocks, no kept trailing newline).
+// SyntaxConfig is a unit struct unless minijinja's `custom_syntax` feature is
+// on (feature unification may turn it on), so build it with `default()`.
+#[allow(clippy::default_constructed_unit_structs)]
 pub(crate) fn compile(source: &str) -> Result<Program<'_>, Error> {
     let config = TemplateConfig {
         syntax_config: SyntaxConfig::default(),
