@@ -269,3 +269,55 @@ fn limits_are_configurable_and_scale_with_the_request() {
     };
     assert_eq!(template.render(&long).unwrap().len(), 40 << 20);
 }
+
+/// The defaults leave real use far from every limit: 801 turns through each
+/// real template render in milliseconds.
+#[test]
+fn every_real_template_renders_a_long_conversation_under_the_default_limits() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/chat/templates");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "jinja"))
+        .collect();
+    paths.sort();
+    assert_eq!(paths.len(), 70);
+    let mut messages = vec![ChatMessage::new("system", "You are a helpful assistant.")];
+    for i in 0..400 {
+        messages.push(ChatMessage::new(
+            "user",
+            &format!("Question {i}: what is {i} + {i}?"),
+        ));
+        messages.push(ChatMessage::new("assistant", &format!("It is {}.", 2 * i)));
+    }
+    messages.push(ChatMessage::new("user", "Thanks!"));
+    let request = ChatRequest {
+        messages,
+        tools: vec![serde_json::json!({"type": "function", "function": {
+            "name": "add", "description": "Adds", "parameters": {"type": "object",
+            "properties": {"a": {"type": "integer", "description": "A number"}},
+            "required": ["a"]}}})],
+        add_generation_prompt: true,
+        now_unix_seconds: Some(0),
+        ..ChatRequest::default()
+    };
+    let mut failures = Vec::new();
+    for path in &paths {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        // `tools | map(...) | tojson` fails in jinja2 too (chat_templates.rs).
+        if name == "llama-cpp-deepseek-r1.jinja" {
+            continue;
+        }
+        let start = Instant::now();
+        let result = ChatTemplate::new(std::fs::read_to_string(path).unwrap())
+            .and_then(|t| t.render(&request));
+        match result {
+            Ok(text) if text.contains("Question 399") => {}
+            Ok(_) => failures.push(format!("{name}: the last turns are missing")),
+            Err(e) => failures.push(format!("{name}: {e}")),
+        }
+        eprintln!("{name}: {:?}", start.elapsed());
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
