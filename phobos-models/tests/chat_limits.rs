@@ -76,6 +76,12 @@ fn string_repetition_is_bounded_before_it_allocates() {
     assert_limit("{{ 'x' * 10**12 }}", ChatLimit::ValueSize);
     assert_limit("{{ 10**12 * 'x' }}", ChatLimit::ValueSize);
     assert_limit("{{ [1, 2] * 2**62 }}", ChatLimit::ValueSize);
+    // Folded at compile time by minijinja into a list whose length
+    // overflows when iterated (a panic inside minijinja in debug builds).
+    assert_limit(
+        "{{ [1, 2, 3] * 9223372036854775807 }}",
+        ChatLimit::ValueSize,
+    );
     // Under the limit, repetition works as in Jinja.
     let t = ChatTemplate::new("{{ 'ab' * 3 }}{{ [1] * 2 }}{{ 2 * 3 }}").unwrap();
     assert_eq!(t.render(&ChatRequest::default()).unwrap(), "ababab[1, 1]6");

@@ -163,7 +163,16 @@ impl Budget {
             items: 0,
             forbid_namespace,
         };
-        let result = walk.visit(value, 0);
+        // minijinja folds `[1, 2, 3] * 9223372036854775807` at compile time
+        // into a lazy list whose length overflows when it is first iterated
+        // (a panic where overflow checks are on, as in debug builds). No
+        // input may take the process down, so that panic becomes a limit
+        // error here, where every such constant is first iterated (vm.rs).
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| walk.visit(value, 0)))
+                .unwrap_or_else(|_| {
+                    Err(self.fail(ChatLimit::ValueSize, "a value's length overflows".into()))
+                });
         let fresh_bytes = value.as_str().map_or(0, |s| s.len() as u64);
         self.charge(
             walk.items
