@@ -8,10 +8,8 @@ checks that Phobos's quantizer reproduces gguf-py's bytes. Where it cannot,
 the blocks are seeded random bytes with the scale fields set to finite
 values (every bit pattern of the other fields is a valid block).
 
-Q8_1 and Q8_K are not in gguf-py (they are activation-only types); their
-blocks and values come from a numpy transcription of ggml's
-quantize_row_q8_1_ref / quantize_row_q8_K_ref and the dequant formula, and
-are marked with that source.
+Q1_0, Q8_1 and Q8_K are not in gguf-py; their goldens come from llama.cpp's
+own C code, in tests/golden/quant/ggml.json (scripts/gen_ggml_quant_goldens.py).
 
     pip install gguf==0.19.0 numpy
     python3 scripts/gen_quant_goldens.py
@@ -82,51 +80,6 @@ def random_blocks(qtype, n_blocks):
     return b
 
 
-def q8_1_ref(x):
-    """numpy transcription of ggml quantize_row_q8_1_ref."""
-    amax = np.abs(x).max(axis=1, keepdims=True)
-    d = amax / np.float32(127)
-    with np.errstate(divide="ignore"):
-        idv = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
-    q = quants.np_roundf(x * idv).astype(np.int8)
-    s = (q.astype(np.int32).sum(axis=1, keepdims=True).astype(np.float32) * d)
-    return np.concatenate([f16_bits(d).view(np.uint8).reshape(-1, 2),
-                           f16_bits(s).view(np.uint8).reshape(-1, 2),
-                           q.view(np.uint8)], axis=1)
-
-
-def q8_1_dequant(b):
-    d = b[:, 0:2].copy().view(np.float16).astype(np.float32)
-    return b[:, 4:].view(np.int8).astype(np.float32) * d
-
-
-def nearest_int(v):
-    val = (v.astype(np.float32) + np.float32(12582912.0)).astype(np.float32)
-    return (val.view(np.int32) & 0x007FFFFF) - 0x00400000
-
-
-def q8_k_ref(x):
-    """numpy transcription of ggml quantize_row_q8_K_ref."""
-    out = []
-    for row in x:
-        amax_i = int(np.argmax(np.abs(row)))  # first max, as the C loop's strict '>'
-        mx = row[amax_i]
-        if np.abs(mx) == 0:
-            out.append(np.zeros(4 + 256 + 32, np.uint8))
-            continue
-        iscale = np.float32(-127.0) / mx
-        q = np.minimum(127, nearest_int(iscale * row)).astype(np.int8)
-        bsums = q.astype(np.int16).reshape(16, 16).sum(axis=1).astype(np.int16)
-        d = np.array([np.float32(1.0) / iscale], np.float32)
-        out.append(np.concatenate([d.view(np.uint8), q.view(np.uint8), bsums.view(np.uint8)]))
-    return np.stack(out)
-
-
-def q8_k_dequant(b):
-    d = b[:, 0:4].copy().view(np.float32)
-    return d * b[:, 4:260].view(np.int8).astype(np.float32)
-
-
 def hexs(a):
     return np.ascontiguousarray(a).tobytes().hex()
 
@@ -163,14 +116,6 @@ for qtype in RANDOM_BYTES:
     values = quants.dequantize(blocks, qtype)
     cases.append(case(qtype, "random blocks, gguf-py dequantize", blocks, values))
 
-x = np.concatenate([random_rows(6, 32), edge_rows(32)])
-b = q8_1_ref(x)
-cases.append(case(T.Q8_1, "numpy transcription of ggml quantize_row_q8_1_ref (not in gguf-py)",
-                  b, q8_1_dequant(b), x))
-x = np.concatenate([random_rows(2, 256), edge_rows(256)])
-b = q8_k_ref(x)
-cases.append(case(T.Q8_K, "numpy transcription of ggml quantize_row_q8_K_ref (not in gguf-py)",
-                  b, q8_k_dequant(b), x))
 
 doc = {
     "generated_by": "python3 scripts/gen_quant_goldens.py",

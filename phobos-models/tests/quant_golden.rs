@@ -1,19 +1,27 @@
-//! Every quant type against gguf-py's numpy implementation: dequantize must
-//! match bit for bit, and where the golden blocks were produced by
-//! quantizing stored inputs, Phobos's quantizer must produce the same bytes.
-//! Goldens: tests/golden/quant/dequant.json, made by
-//! `python3 scripts/gen_quant_goldens.py`.
+//! Every quant type against an outside reference: dequantize must match bit
+//! for bit, and where the golden blocks were produced by quantizing stored
+//! inputs, Phobos's quantizer must produce the same bytes. Goldens:
+//! tests/golden/quant/dequant.json (gguf-py's numpy code, made by
+//! `python3 scripts/gen_quant_goldens.py`) and tests/golden/quant/ggml.json
+//! (Q1_0, Q8_1 and Q8_K, which gguf-py lacks: llama.cpp's ggml C code, made
+//! by `python3 scripts/gen_ggml_quant_goldens.py SDIST`).
 
 use phobos_models::quant::{GgmlType, can_quantize, dequantize, quantize};
 use serde_json::Value;
 
+/// The cases of both golden files, in one list.
 fn golden() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/golden/quant/dequant.json"
-    );
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap()
+    let mut cases = Vec::new();
+    for file in ["dequant.json", "ggml.json"] {
+        let path = format!(
+            "{}/../tests/golden/quant/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        cases.extend(doc["cases"].as_array().unwrap().iter().cloned());
+    }
+    serde_json::json!({ "cases": cases })
 }
 
 fn unhex(s: &str) -> Vec<u8> {
@@ -58,7 +66,15 @@ fn dequantize_matches_gguf_py_bit_for_bit() {
         report.push(format!("{name}: {} values", expected.len()));
     }
     println!("{}", report.join("\n"));
-    assert!(cases.len() >= 27, "every type has a golden case");
+    assert!(cases.len() >= 28, "every type has a golden case");
+    for required in ["Q1_0", "Q8_1", "Q8_K"] {
+        let source = cases
+            .iter()
+            .find(|c| c["type"] == required)
+            .and_then(|c| c["source"].as_str())
+            .unwrap_or_else(|| panic!("{required}: no golden case"));
+        assert!(source.starts_with("ggml "), "{required}: {source}");
+    }
 }
 
 #[test]
@@ -88,7 +104,7 @@ fn quantize_reproduces_reference_bytes() {
         checked.push(name.to_owned());
     }
     for required in [
-        "Q8_0", "Q8_1", "Q8_K", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "BF16", "F16",
+        "Q8_0", "Q8_1", "Q8_K", "Q1_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "BF16", "F16",
     ] {
         assert!(
             checked.iter().any(|c| c == required),

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
+use phobos_models::chat::ChatTemplate;
 use phobos_models::gguf::{Gguf, Value};
 
 /// Values longer than this are cut in the table (templates, long strings).
@@ -25,6 +26,10 @@ fn short(value: &Value) -> String {
 
 pub fn run(path: &Path, list_tensors: bool, out: &mut impl Write) -> anyhow::Result<()> {
     let gguf = Gguf::open(path).with_context(|| format!("opening {}", path.display()))?;
+    // Loading renders the template's probes under its limits, so a runaway
+    // template fails here, before anything is printed.
+    let chat_template = ChatTemplate::from_gguf(&gguf)
+        .with_context(|| format!("loading the chat template of {}", path.display()))?;
     writeln!(
         out,
         "{}: GGUF v{}, {} bytes, alignment {}",
@@ -41,6 +46,18 @@ pub fn run(path: &Path, list_tensors: bool, out: &mut impl Write) -> anyhow::Res
             "  {key:<key_width$}  {:<8}  {}",
             value.value_type().to_string(),
             short(value)
+        )?;
+    }
+    if let Some(template) = &chat_template {
+        let yes_no = |b: bool| if b { "yes" } else { "no" };
+        let (system, calls, results) = template.supports();
+        writeln!(
+            out,
+            "\nchat template: {} chars (system role: {}, tool calls: {}, tool results: {})",
+            template.source().len(),
+            yes_no(system),
+            yes_no(calls),
+            yes_no(results)
         )?;
     }
     let mut by_type: BTreeMap<String, (usize, u64, u64)> = BTreeMap::new();

@@ -6,6 +6,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use phobos_models::chat::ChatTemplate;
 use phobos_models::gguf::Gguf;
 use phobos_models::tokenizer::Tokenizer;
 
@@ -79,6 +80,10 @@ pub fn run(
     let gguf = Gguf::open(path).with_context(|| format!("opening {}", path.display()))?;
     let tokenizer = Tokenizer::from_gguf(&gguf)
         .with_context(|| format!("building the tokenizer of {}", path.display()))?;
+    // The chat template is loaded (and its probes run under its limits)
+    // wherever a model is opened, so a hostile one is refused here too.
+    ChatTemplate::from_gguf(&gguf)
+        .with_context(|| format!("loading the chat template of {}", path.display()))?;
     // As llama-tokenize: special tokens (BOS, and EOS where the model adds
     // one) only when the model wants BOS and --no-bos is not given.
     let add_special = options.add_bos && tokenizer.adds_bos();

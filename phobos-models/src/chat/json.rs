@@ -1,11 +1,16 @@
 //! `tojson` as Hugging Face's chat-template environment defines it: Python's
 //! `json.dumps` with `ensure_ascii=False` (keys in insertion order, `", "`
-//! and `": "` separators unless told otherwise, no HTML escaping).
+//! and `": "` separators unless told otherwise, no HTML escaping). As in
+//! Python, undefined values cannot be serialized. The indent, the nesting
+//! and the output's size are bounded by the render's budget.
 
 use minijinja::value::{Kwargs, ValueKind};
 use minijinja::{Error, ErrorKind, Value};
 
-pub(crate) struct JsonStyle {
+use super::limits::{Budget, ChatLimit};
+
+pub(crate) struct JsonStyle<'a> {
+    pub budget: &'a Budget,
     pub indent: Option<String>,
     pub item_separator: String,
     pub key_separator: String,
@@ -13,16 +18,41 @@ pub(crate) struct JsonStyle {
     pub sort_keys: bool,
 }
 
-pub(crate) fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
+pub(crate) fn tojson_filter(budget: &Budget, value: Value, kwargs: Kwargs) -> Result<Value, Error> {
     let indent: Option<Value> = kwargs.get("indent")?;
     let indent = match indent {
         None => None,
         Some(v) if v.is_none() => None,
         Some(v) => Some(match v.as_str() {
             Some(s) => s.to_owned(),
-            None => " ".repeat(i64::try_from(v.clone()).unwrap_or(0).max(0) as usize),
+            None => {
+                // Python repeats a space `indent` times (none when negative).
+                let width = i128::try_from(v.clone())?.max(0);
+                if width > budget.json_indent as i128 {
+                    return Err(budget.fail(
+                        ChatLimit::JsonIndent,
+                        format!(
+                            "tojson indent {width} is larger than the limit {}",
+                            budget.json_indent
+                        ),
+                    ));
+                }
+                " ".repeat(width as usize)
+            }
         }),
     };
+    if indent
+        .as_ref()
+        .is_some_and(|i| i.len() > budget.json_indent)
+    {
+        return Err(budget.fail(
+            ChatLimit::JsonIndent,
+            format!(
+                "tojson indent is longer than the limit {}",
+                budget.json_indent
+            ),
+        ));
+    }
     let separators: Option<Value> = kwargs.get("separators")?;
     let (item_separator, key_separator) = match separators {
         Some(pair) if !pair.is_none() => {
@@ -40,6 +70,7 @@ pub(crate) fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error
     let sort_keys: Option<bool> = kwargs.get("sort_keys")?;
     kwargs.assert_all_used()?;
     let style = JsonStyle {
+        budget,
         indent,
         item_separator,
         key_separator,
@@ -48,7 +79,9 @@ pub(crate) fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error
     };
     let mut out = String::new();
     write_json(&value, &style, 0, &mut out)?;
-    Ok(Value::from_safe_string(out))
+    // A plain string, as json.dumps returns (not markup: `'x'|safe + json`
+    // escapes it, as in jinja2).
+    Ok(Value::from(out))
 }
 
 fn write_string(s: &str, ensure_ascii: bool, out: &mut String) {
@@ -74,13 +107,23 @@ fn write_string(s: &str, ensure_ascii: bool, out: &mut String) {
     out.push('"');
 }
 
-fn newline(style: &JsonStyle, depth: usize, out: &mut String) {
+fn newline(style: &JsonStyle, depth: usize, out: &mut String) -> Result<(), Error> {
     if let Some(indent) = &style.indent {
         out.push('\n');
         for _ in 0..depth {
             out.push_str(indent);
         }
     }
+    if out.len() as u64 > style.budget.value_bytes {
+        return Err(style.budget.fail(
+            ChatLimit::ValueSize,
+            format!(
+                "tojson output grew past {} bytes (the limit for this request)",
+                style.budget.value_bytes
+            ),
+        ));
+    }
+    Ok(())
 }
 
 pub(crate) fn write_json(
@@ -89,8 +132,23 @@ pub(crate) fn write_json(
     depth: usize,
     out: &mut String,
 ) -> Result<(), Error> {
+    if depth > style.budget.depth {
+        return Err(style.budget.fail(
+            ChatLimit::Depth,
+            format!(
+                "tojson: a value nests deeper than {} levels",
+                style.budget.depth
+            ),
+        ));
+    }
     match value.kind() {
-        ValueKind::Undefined | ValueKind::None => out.push_str("null"),
+        ValueKind::Undefined => {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "tojson: an undefined value is not JSON serializable",
+            ));
+        }
+        ValueKind::None => out.push_str("null"),
         ValueKind::Bool => out.push_str(if value.is_true() { "true" } else { "false" }),
         ValueKind::Number => {
             if let Ok(i) = i64::try_from(value.clone())
@@ -111,7 +169,15 @@ pub(crate) fn write_json(
         ValueKind::String => {
             write_string(value.as_str().unwrap_or_default(), style.ensure_ascii, out)
         }
-        ValueKind::Seq | ValueKind::Iterable => {
+        ValueKind::Iterable => {
+            // Python's json.dumps refuses generators (jinja2's map, select,
+            // ...) and ranges; minijinja's lazy values stand for those.
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "tojson: a generator or range is not JSON serializable (apply `list` first)",
+            ));
+        }
+        ValueKind::Seq => {
             let items: Vec<Value> = value.try_iter()?.collect();
             if items.is_empty() {
                 out.push_str("[]");
@@ -122,10 +188,10 @@ pub(crate) fn write_json(
                 if i > 0 {
                     out.push_str(&style.item_separator);
                 }
-                newline(style, depth + 1, out);
+                newline(style, depth + 1, out)?;
                 write_json(item, style, depth + 1, out)?;
             }
-            newline(style, depth, out);
+            newline(style, depth, out)?;
             out.push(']');
         }
         ValueKind::Map => {
@@ -142,12 +208,12 @@ pub(crate) fn write_json(
                 if i > 0 {
                     out.push_str(&style.item_separator);
                 }
-                newline(style, depth + 1, out);
+                newline(style, depth + 1, out)?;
                 write_string(&key.to_string(), style.ensure_ascii, out);
                 out.push_str(&style.key_separator);
                 write_json(&value.get_item(key)?, style, depth + 1, out)?;
             }
-            newline(style, depth, out);
+            newline(style, depth, out)?;
             out.push('}');
         }
         other => {

@@ -6,11 +6,22 @@
 //! Templates that do not know some message kinds get the same fallbacks
 //! llama.cpp applies: a system message is folded into the first user
 //! message, tool calls and tool results are written as JSON text.
+//!
+//! Templates come from model files and are untrusted: every render runs
+//! under [`ChatLimits`] (see limits.rs, bounded.rs and vm.rs), and a template
+//! that runs away stops with [`ChatTemplateError::Limit`].
 
+mod bounded;
 mod json;
+mod limits;
 mod polyfill;
+mod pystr;
 mod time;
+mod vm;
 
+use std::sync::Arc;
+
+pub use limits::{ChatLimit, ChatLimits};
 pub use time::format_unix_time;
 
 use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior, Value};
@@ -26,10 +37,20 @@ pub enum ChatTemplateError {
         source_line: String,
         message: String,
     },
+    #[error("chat template{}: {message} ({limit} limit)", at_line(.line))]
+    Limit {
+        limit: ChatLimit,
+        line: Option<usize>,
+        message: String,
+    },
     #[error("chat template: {0}")]
     Other(String),
     #[error("reading the chat template: {0}")]
     Gguf(#[from] crate::gguf::GgufError),
+}
+
+fn at_line(line: &Option<usize>) -> String {
+    line.map(|l| format!(" line {l}")).unwrap_or_default()
 }
 
 /// One tool call made by the assistant.
@@ -172,22 +193,30 @@ pub struct ChatRequest {
 pub struct ChatTemplate {
     source: String,
     capabilities: polyfill::Capabilities,
+    limits: ChatLimits,
 }
 
 impl ChatTemplate {
-    /// Parses `source`; a syntax error quotes the offending line.
+    /// Parses `source` and probes what it can express, under the default
+    /// limits. A syntax error quotes the offending line; a template that
+    /// runs away while probing fails here with [`ChatTemplateError::Limit`].
     pub fn new(source: impl Into<String>) -> Result<Self, ChatTemplateError> {
+        Self::with_limits(source, ChatLimits::default())
+    }
+
+    /// [`ChatTemplate::new`] with the given limits for every render.
+    pub fn with_limits(
+        source: impl Into<String>,
+        limits: ChatLimits,
+    ) -> Result<Self, ChatTemplateError> {
         let source = without_generation_tags(&source.into());
-        {
-            let env = environment(None);
-            env.template_from_str(&source)
-                .map_err(|e| template_error(&source, &e))?;
-        }
+        vm::compile(&source).map_err(|e| template_error(&source, &e, None))?;
         let mut template = Self {
             source,
             capabilities: polyfill::Capabilities::all(),
+            limits,
         };
-        template.capabilities = polyfill::probe(&template);
+        template.capabilities = polyfill::probe(&template)?;
         Ok(template)
     }
 
@@ -203,10 +232,26 @@ impl ChatTemplate {
         &self.source
     }
 
+    /// Whether the template renders system messages, assistant tool calls and
+    /// tool results itself (else [`ChatTemplate::render`] rewrites them).
+    pub fn supports(&self) -> (bool, bool, bool) {
+        let caps = self.capabilities;
+        (caps.system_role, caps.tool_calls, caps.tool_responses)
+    }
+
     /// Renders the conversation, adapting messages the template cannot
     /// express.
     pub fn render(&self, request: &ChatRequest) -> Result<String, ChatTemplateError> {
         let messages = polyfill::adapt_messages(&request.messages, &self.capabilities);
+        self.render_raw(request, &messages)
+    }
+
+    /// Renders the conversation exactly as given, as Hugging Face's
+    /// `apply_chat_template` does: a template that refuses a message (e.g.
+    /// `raise_exception` for a system role) fails.
+    pub fn render_verbatim(&self, request: &ChatRequest) -> Result<String, ChatTemplateError> {
+        let messages: Vec<serde_json::Value> =
+            request.messages.iter().map(ChatMessage::to_json).collect();
         self.render_raw(request, &messages)
     }
 
@@ -216,15 +261,19 @@ impl ChatTemplate {
         request: &ChatRequest,
         messages: &[serde_json::Value],
     ) -> Result<String, ChatTemplateError> {
-        let env = environment(request.now_unix_seconds);
-        let template = env
-            .template_from_str(&self.source)
-            .map_err(|e| template_error(&self.source, &e))?;
         let mut context = request.extra.clone();
         context.insert("messages".into(), messages.to_vec().into());
-        if !request.tools.is_empty() {
-            context.insert("tools".into(), request.tools.clone().into());
-        }
+        // As apply_chat_template: `tools` and `documents` are none, not
+        // undefined, when absent.
+        let tools = if request.tools.is_empty() {
+            serde_json::Value::Null
+        } else {
+            request.tools.clone().into()
+        };
+        context.insert("tools".into(), tools);
+        context
+            .entry("documents")
+            .or_insert(serde_json::Value::Null);
         context.insert(
             "add_generation_prompt".into(),
             request.add_generation_prompt.into(),
@@ -248,18 +297,26 @@ impl ChatTemplate {
             );
         }
         context.insert("eos_token".into(), request.eos_token.clone().into());
-        template
-            .render(Value::from_serialize(&context))
-            .map_err(|e| template_error(&self.source, &e))
+        let context = serde_json::Value::Object(context);
+        let request_bytes = serde_json::to_string(&context).map_or(0, |s| s.len() as u64);
+        let budget = Arc::new(limits::Budget::new(&self.limits, request_bytes));
+        let env = environment(&self.limits, &budget, request.now_unix_seconds);
+        let program =
+            vm::compile(&self.source).map_err(|e| template_error(&self.source, &e, None))?;
+        vm::run(&env, &program, Value::from_serialize(&context))
+            .map_err(|e| template_error(&self.source, &e, Some(&budget)))
     }
 }
 
-fn environment(now_unix_seconds: Option<i64>) -> Environment<'static> {
+fn environment(
+    limits: &ChatLimits,
+    budget: &Arc<limits::Budget>,
+    now_unix_seconds: Option<i64>,
+) -> Environment<'static> {
     let mut env = Environment::new();
-    env.set_trim_blocks(true);
-    env.set_lstrip_blocks(true);
     env.set_undefined_behavior(UndefinedBehavior::Lenient);
-    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.set_fuel(Some(limits.fuel));
+    env.set_recursion_limit(limits.recursion);
     env.add_function(
         "raise_exception",
         |message: String| -> Result<Value, Error> {
@@ -270,7 +327,14 @@ fn environment(now_unix_seconds: Option<i64>) -> Environment<'static> {
         let now = now_unix_seconds.unwrap_or_else(unix_now);
         format_unix_time(now, &pattern)
     });
-    env.add_filter("tojson", json::tojson_filter);
+    let b = budget.clone();
+    env.add_filter(
+        "tojson",
+        move |value: Value, kwargs: minijinja::value::Kwargs| {
+            json::tojson_filter(&b, value, kwargs)
+        },
+    );
+    bounded::install(&mut env, budget);
     env
 }
 
@@ -304,11 +368,23 @@ fn without_generation_tags(source: &str) -> String {
     out
 }
 
-/// An error with the template line it points at.
-fn template_error(source: &str, error: &Error) -> ChatTemplateError {
+/// An error with the template line it points at; a typed limit error where
+/// the render hit one of its limits.
+fn template_error(
+    source: &str,
+    error: &Error,
+    budget: Option<&limits::Budget>,
+) -> ChatTemplateError {
     let mut message = error.kind().to_string();
     if let Some(detail) = error.detail() {
         message = format!("{message}: {detail}");
+    }
+    if let Some(limit) = budget.and_then(|b| limits::classify(b, error)) {
+        return ChatTemplateError::Limit {
+            limit,
+            line: error.line(),
+            message,
+        };
     }
     match error.line() {
         Some(line) => ChatTemplateError::Template {

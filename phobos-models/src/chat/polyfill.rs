@@ -1,7 +1,7 @@
 //! What a template can express, found by rendering probes, and the
 //! rewrites for what it cannot (the same fallbacks llama.cpp uses).
 
-use super::{ChatMessage, ChatRequest, ChatTemplate, ToolCall};
+use super::{ChatMessage, ChatRequest, ChatTemplate, ChatTemplateError, ToolCall};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Capabilities {
@@ -20,41 +20,49 @@ impl Capabilities {
     }
 }
 
-fn renders_with(template: &ChatTemplate, messages: &[ChatMessage], needle: &str) -> bool {
+/// Whether the template renders `messages` with `needle` in the text. A
+/// template error means no; a template that hits a limit fails the probe.
+fn renders_with(
+    template: &ChatTemplate,
+    messages: &[ChatMessage],
+    needle: &str,
+) -> Result<bool, ChatTemplateError> {
     let request = ChatRequest {
         add_generation_prompt: false,
         now_unix_seconds: Some(0),
         ..ChatRequest::default()
     };
     let json: Vec<serde_json::Value> = messages.iter().map(ChatMessage::to_json).collect();
-    template
-        .render_raw(&request, &json)
-        .is_ok_and(|out| out.contains(needle))
+    match template.render_raw(&request, &json) {
+        Ok(out) => Ok(out.contains(needle)),
+        Err(limit @ ChatTemplateError::Limit { .. }) => Err(limit),
+        Err(_) => Ok(false),
+    }
 }
 
-pub(crate) fn probe(template: &ChatTemplate) -> Capabilities {
+pub(crate) fn probe(template: &ChatTemplate) -> Result<Capabilities, ChatTemplateError> {
     let user = ChatMessage::new("user", "Hey");
     let system_role = renders_with(
         template,
         &[ChatMessage::new("system", "SystemProbe7d1"), user.clone()],
         "SystemProbe7d1",
-    );
+    )?;
     let mut call = ChatMessage::new("assistant", "");
     call.tool_calls.push(ToolCall {
         id: "call_probe".into(),
         name: "ToolProbe9c2".into(),
         arguments: serde_json::json!({"arg": "value"}),
     });
-    let tool_calls = renders_with(template, &[user.clone(), call.clone()], "ToolProbe9c2");
+    let tool_calls = renders_with(template, &[user.clone(), call.clone()], "ToolProbe9c2")?;
     let mut response = ChatMessage::new("tool", "ResultProbe4e8");
     response.tool_call_id = Some("call_probe".into());
     response.name = Some("ToolProbe9c2".into());
-    let tool_responses = renders_with(template, &[user, call, response], "ResultProbe4e8");
-    Capabilities {
+    let tool_responses = renders_with(template, &[user, call, response], "ResultProbe4e8")?;
+    Ok(Capabilities {
         system_role,
         tool_calls,
         tool_responses,
-    }
+    })
 }
 
 fn tool_calls_as_text(calls: &[ToolCall]) -> String {
