@@ -12,7 +12,7 @@ import numpy as np
 import gguf
 from gguf import GGMLQuantizationType as T, quants
 
-OUT = pathlib.Path(__file__).resolve().parent.parent / "fuzz/seeds"
+OUT = pathlib.Path(__file__).resolve().parent.parent / "fuzz/seeds/gguf_reader"
 OUT.mkdir(parents=True, exist_ok=True)
 rng = np.random.default_rng(7)
 

@@ -3,7 +3,6 @@
 //! any chunking, special tokens are matched only when asked, and merging
 //! stays fast on long inputs.
 
-
 use phobos_models::tokenizer::{StreamDecoder, TokenType, Tokenizer, TokenizerConfig};
 use proptest::prelude::*;
 

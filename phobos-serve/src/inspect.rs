@@ -10,6 +10,23 @@ use phobos_models::gguf::{Gguf, Value};
 
 /// Values longer than this are cut in the table (templates, long strings).
 const MAX_VALUE_CHARS: usize = 80;
+/// Key and tensor-name columns are padded to the longest name up to this
+/// width: one absurdly long key must not pad every other line with it.
+const MAX_NAME_WIDTH: usize = 64;
+
+/// A key or tensor name as printed: control characters escaped, so a file
+/// cannot write terminal escape sequences into the listing.
+fn printable(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
 
 fn short(value: &Value) -> String {
     let text = match value {
@@ -39,11 +56,17 @@ pub fn run(path: &Path, list_tensors: bool, out: &mut impl Write) -> anyhow::Res
         gguf.alignment()
     )?;
     writeln!(out, "\nmetadata ({} keys):", gguf.metadata().len())?;
-    let key_width = gguf.metadata().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let key_width = gguf
+        .metadata()
+        .map(|(k, _)| k.len())
+        .max()
+        .unwrap_or(0)
+        .min(MAX_NAME_WIDTH);
     for (key, value) in gguf.metadata() {
         writeln!(
             out,
-            "  {key:<key_width$}  {:<8}  {}",
+            "  {:<key_width$}  {:<8}  {}",
+            printable(key),
             value.value_type().to_string(),
             short(value)
         )?;
@@ -63,13 +86,16 @@ pub fn run(path: &Path, list_tensors: bool, out: &mut impl Write) -> anyhow::Res
     let mut by_type: BTreeMap<String, (usize, u64, u64)> = BTreeMap::new();
     let mut n_params = 0u64;
     let mut n_bytes = 0u64;
+    // Tensors fit in the file without overlapping, so these sums stay far
+    // below u64::MAX; saturating keeps that a fact about the reader, not a
+    // condition for this command not to panic.
     for info in gguf.tensors() {
         let entry = by_type.entry(info.ty.to_string()).or_default();
         entry.0 += 1;
-        entry.1 += info.n_elements;
-        entry.2 += info.n_bytes;
-        n_params += info.n_elements;
-        n_bytes += info.n_bytes;
+        entry.1 = entry.1.saturating_add(info.n_elements);
+        entry.2 = entry.2.saturating_add(info.n_bytes);
+        n_params = n_params.saturating_add(info.n_elements);
+        n_bytes = n_bytes.saturating_add(info.n_bytes);
     }
     writeln!(
         out,
@@ -91,13 +117,14 @@ pub fn run(path: &Path, list_tensors: bool, out: &mut impl Write) -> anyhow::Res
             .iter()
             .map(|t| t.name.len())
             .max()
-            .unwrap_or(0);
+            .unwrap_or(0)
+            .min(MAX_NAME_WIDTH);
         for info in gguf.tensors() {
             let dims: Vec<String> = info.dims.iter().map(u64::to_string).collect();
             writeln!(
                 out,
                 "  {:<name_width$}  {:<8}  [{}]  offset {}",
-                info.name,
+                printable(&info.name),
                 info.ty.to_string(),
                 dims.join(", "),
                 info.offset

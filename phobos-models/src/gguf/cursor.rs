@@ -6,11 +6,33 @@ use super::error::{GgufError, Result};
 pub(crate) struct Cursor<'a> {
     bytes: &'a [u8],
     pos: usize,
+    /// Bytes that entries still to be read after the current one need at
+    /// the least (siblings of the value being read, later metadata entries,
+    /// the tensor directory). Counts are checked against what is left after
+    /// them, so nested arrays cannot each size an allocation by the same
+    /// remaining bytes.
+    reserved: u64,
 }
 
 impl<'a> Cursor<'a> {
     pub(crate) fn new(bytes: &'a [u8]) -> Self {
-        Self { bytes, pos: 0 }
+        Self {
+            bytes,
+            pos: 0,
+            reserved: 0,
+        }
+    }
+
+    /// Sets aside `bytes` for entries read after the next one; returns the
+    /// previous reservation for [`Cursor::restore`].
+    pub(crate) fn reserve(&mut self, bytes: u64) -> u64 {
+        let saved = self.reserved;
+        self.reserved = saved.saturating_add(bytes);
+        saved
+    }
+
+    pub(crate) fn restore(&mut self, saved: u64) {
+        self.reserved = saved;
     }
 
     pub(crate) fn pos(&self) -> u64 {
@@ -103,7 +125,10 @@ impl<'a> Cursor<'a> {
     }
 
     /// Rejects `count` items of at least `min_len` bytes each when they
-    /// cannot fit in what is left, so no allocation is sized by a lie.
+    /// cannot fit in what is left after the reserved bytes, so no
+    /// allocation is sized by a lie and the sizes of all allocations made
+    /// for open (nested) containers add up to at most the file's length
+    /// times the largest in-memory/on-disk size ratio.
     pub(crate) fn check_count(
         &self,
         count: u64,
@@ -112,7 +137,7 @@ impl<'a> Cursor<'a> {
         field: &str,
         offset: u64,
     ) -> Result<usize> {
-        let available = self.remaining();
+        let available = self.remaining().saturating_sub(self.reserved);
         let fits = count
             .checked_mul(min_len)
             .is_some_and(|total| total <= available);
@@ -125,7 +150,13 @@ impl<'a> Cursor<'a> {
                 available,
             });
         }
-        // count * min_len <= remaining <= usize::MAX, and min_len >= 1.
-        Ok(count as usize)
+        // count * min_len <= remaining, a usize, so this cannot fail.
+        usize::try_from(count).map_err(|_| GgufError::CountTooLarge {
+            field: field.to_owned(),
+            offset,
+            count,
+            what,
+            available,
+        })
     }
 }

@@ -76,11 +76,12 @@ pub enum GgufError {
         n_dims: u32,
         max: usize,
     },
-    #[error("tensor '{tensor}' at offset {offset}: dims {dims:?} overflow the element count")]
+    #[error("tensor '{tensor}' at offset {offset}: dims {dims:?} overflow: {reason}")]
     ShapeOverflow {
         tensor: String,
         offset: u64,
         dims: Vec<u64>,
+        reason: String,
     },
     #[error(
         "tensor '{tensor}' at offset {offset}: row length {row_len} is not a multiple of the {ty} block length {block_len}"

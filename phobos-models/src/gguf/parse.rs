@@ -64,6 +64,17 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Parsed> {
     let tensor_count = cur.u64("tensor count")?;
     let kv_count_offset = cur.pos();
     let kv_count = cur.u64("metadata count")?;
+    let tensor_count = cur.check_count(
+        tensor_count,
+        MIN_TENSOR_INFO_LEN,
+        "tensor directory entries",
+        "tensor count",
+        tensor_count_offset,
+    )?;
+    // The directory follows the metadata: its bytes are not the metadata's
+    // to claim. Cannot overflow: checked against the remaining bytes above.
+    let directory_min = tensor_count as u64 * MIN_TENSOR_INFO_LEN;
+    let before_metadata = cur.reserve(directory_min);
     let kv_count = cur.check_count(
         kv_count,
         MIN_KV_LEN,
@@ -76,6 +87,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Parsed> {
     let mut metadata_offsets = Vec::with_capacity(kv_count);
     let mut key_index = HashMap::with_capacity(kv_count);
     for kv in 0..kv_count {
+        let later_entries = cur.reserve((kv_count - kv - 1) as u64 * MIN_KV_LEN);
         let key_offset = cur.pos();
         let key = cur.string(&format!("key of metadata entry {kv}"))?;
         let field = format!("metadata key '{key}'");
@@ -88,6 +100,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Parsed> {
                 type_id,
             })?;
         let value = read_value(&mut cur, value_type, &field, 0)?;
+        cur.restore(later_entries);
         if key_index.insert(key.clone(), metadata.len()).is_some() {
             return Err(GgufError::DuplicateKey {
                 key,
@@ -97,18 +110,11 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Parsed> {
         metadata.push((key, value));
         metadata_offsets.push(key_offset);
     }
+    cur.restore(before_metadata);
     let alignment = alignment_of(&metadata, &metadata_offsets, &key_index)?;
 
-    let tensor_count = cur.check_count(
-        tensor_count,
-        MIN_TENSOR_INFO_LEN,
-        "tensor directory entries",
-        "tensor count",
-        tensor_count_offset,
-    )?;
     let mut tensors = Vec::with_capacity(tensor_count);
     let mut tensor_index = HashMap::with_capacity(tensor_count);
-    let mut entry_offsets = Vec::with_capacity(tensor_count);
     for index in 0..tensor_count {
         let entry_offset = cur.pos();
         let info = read_tensor_info(&mut cur, index)?;
@@ -122,7 +128,6 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Parsed> {
             });
         }
         tensors.push(info);
-        entry_offsets.push(entry_offset);
     }
 
     let file_len = bytes.len() as u64;
@@ -238,8 +243,13 @@ fn read_array(cur: &mut Cursor<'_>, field: &str, depth: usize) -> Result<Array> 
         ValueType::String => collect!(String, string),
         ValueType::Array => {
             let mut items = Vec::with_capacity(count);
-            for _ in 0..count {
+            for index in 0..count {
+                // The siblings after this one need their headers at least;
+                // cannot overflow: count * 12 was checked against the bytes.
+                let siblings =
+                    cur.reserve((count - index - 1) as u64 * ValueType::Array.min_encoded_len());
                 items.push(read_array(cur, field, depth + 1)?);
+                cur.restore(siblings);
             }
             Array::Array(items)
         }
@@ -273,24 +283,6 @@ fn read_tensor_info(cur: &mut Cursor<'_>, index: usize) -> Result<TensorInfo> {
     })?;
     let offset = cur.u64(&field)?;
 
-    // ggml stores dims as int64, so each must fit in one, and so must the product.
-    let n_elements = dims
-        .iter()
-        .try_fold(1u64, |acc, &d| {
-            if d > i64::MAX as u64 {
-                None
-            } else {
-                acc.checked_mul(d)
-            }
-        })
-        .filter(|&n| n <= i64::MAX as u64);
-    let Some(n_elements) = n_elements else {
-        return Err(GgufError::ShapeOverflow {
-            tensor: name,
-            offset: dims_offset,
-            dims,
-        });
-    };
     let info = ty.info();
     let row_len = dims.first().copied().unwrap_or(1);
     if row_len % info.block_len as u64 != 0 {
@@ -302,12 +294,16 @@ fn read_tensor_info(cur: &mut Cursor<'_>, index: usize) -> Result<TensorInfo> {
             block_len: info.block_len,
         });
     }
-    let Some(n_bytes) = ty.bytes_for(n_elements) else {
-        return Err(GgufError::ShapeOverflow {
-            tensor: name,
-            offset: dims_offset,
-            dims,
-        });
+    let (n_elements, n_bytes) = match checked_size(&dims, ty) {
+        Ok(sizes) => sizes,
+        Err(reason) => {
+            return Err(GgufError::ShapeOverflow {
+                tensor: name,
+                offset: dims_offset,
+                dims,
+                reason,
+            });
+        }
     };
     Ok(TensorInfo {
         name,
@@ -318,6 +314,38 @@ fn read_tensor_info(cur: &mut Cursor<'_>, index: usize) -> Result<TensorInfo> {
         n_bytes,
         entry_offset,
     })
+}
+
+/// Element count and byte size of a tensor of `dims` (row length already
+/// a whole number of blocks). ggml stores dims and strides as int64, and
+/// consumers take products of any subset of the dims (rows, planes, row
+/// bytes times rows) even when another dim is 0. So the shape must stay
+/// within i64 with every 0 counted as 1: then no product of dims, and no
+/// byte size of any sub-block of the tensor, can overflow.
+pub(crate) fn checked_size(dims: &[u64], ty: GgmlType) -> Result<(u64, u64), String> {
+    let info = ty.info();
+    let within = |n: Option<u64>| n.filter(|&n| n <= i64::MAX as u64);
+    let mut span = Some(1u64);
+    // Bytes of one row (a row of length 0 counted as one block), then
+    // times each further dim.
+    let row_blocks = dims
+        .first()
+        .map_or(1, |&d| d.div_ceil(info.block_len as u64).max(1));
+    let mut span_bytes = row_blocks.checked_mul(info.block_bytes as u64);
+    for (i, &d) in dims.iter().enumerate() {
+        span = within(span.and_then(|s| s.checked_mul(d.max(1))));
+        if i > 0 {
+            span_bytes = within(span_bytes.and_then(|b| b.checked_mul(d.max(1))));
+        }
+    }
+    let span =
+        span.ok_or("expected the product of its dims (0 counted as 1) to be at most 2^63-1")?;
+    let span_bytes = within(span_bytes)
+        .ok_or_else(|| format!("expected its {ty} data to take at most 2^63-1 bytes"))?;
+    if dims.contains(&0) {
+        return Ok((0, 0));
+    }
+    Ok((span, span_bytes))
 }
 
 fn check_tensor_data(

@@ -21,9 +21,14 @@ impl TensorInfo {
         self.dims.first().copied().unwrap_or(1)
     }
 
-    /// Number of rows: the product of all dims after the first.
+    /// Number of rows: the product of all dims after the first. Exact for
+    /// every entry a [`super::Gguf`] hands out (its shape was checked at
+    /// open); saturates for a hand-built entry whose dims overflow.
     pub fn n_rows(&self) -> u64 {
-        self.dims.iter().skip(1).product()
+        self.dims
+            .iter()
+            .skip(1)
+            .fold(1u64, |acc, &d| acc.saturating_mul(d))
     }
 }
 

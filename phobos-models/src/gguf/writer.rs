@@ -6,7 +6,9 @@ use std::path::Path;
 
 use crate::quant::GgmlType;
 
-use super::parse::{ALIGNMENT_KEY, DEFAULT_ALIGNMENT, GGUF_MAGIC, MAX_DIMS, align_up};
+use super::parse::{
+    ALIGNMENT_KEY, DEFAULT_ALIGNMENT, GGUF_MAGIC, MAX_DIMS, align_up, checked_size,
+};
 use super::value::{Array, Value};
 
 #[derive(Debug, thiserror::Error)]
@@ -121,14 +123,13 @@ impl GgufWriter {
                 n_dims: dims.len(),
             });
         }
-        let expected = dims
-            .iter()
-            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-            .filter(|_| {
-                dims.first()
-                    .is_none_or(|&d| d % ty.info().block_len as u64 == 0)
-            })
-            .and_then(|n| ty.bytes_for(n));
+        // The reader's own shape rule, so a file this writes can be read.
+        let row_len = dims.first().copied().unwrap_or(1);
+        let expected = row_len
+            .is_multiple_of(ty.info().block_len as u64)
+            .then(|| checked_size(dims, ty).ok())
+            .flatten()
+            .map(|(_, n_bytes)| n_bytes);
         if expected != Some(data.len() as u64) {
             return Err(GgufWriteError::TensorSize {
                 name: name.to_owned(),

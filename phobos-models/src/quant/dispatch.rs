@@ -19,12 +19,13 @@ pub fn dequantize(ty: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<(), Qua
         });
     }
     let n_blocks = bytes.len() / info.block_bytes;
-    let expected = n_blocks * info.block_len;
-    if out.len() != expected {
+    // An overflowing product cannot equal any real output length.
+    let expected = n_blocks.checked_mul(info.block_len);
+    if expected != Some(out.len()) {
         return Err(QuantError::OutputLength {
             ty,
             n_blocks,
-            expected,
+            expected: expected.unwrap_or(usize::MAX),
             found: out.len(),
         });
     }

@@ -71,11 +71,14 @@ fn choose<const N: usize>(
     targets: &[f32],
     codes: impl Iterator<Item = (u8, f32)>,
 ) -> GroupChoice {
+    // The first candidate is taken whatever its error: with NaN or
+    // infinite input every error is non-finite, and a block must still get
+    // a full set of rows.
     let mut best = GroupChoice {
         scale_code: 0,
-        rows: Vec::new(),
+        rows: vec![0; targets.len() / N],
     };
-    let mut best_err = f32::INFINITY;
+    let mut best_err: Option<f32> = None;
     for (code, scale) in codes {
         let mut err = 0.0;
         let mut rows = Vec::with_capacity(targets.len() / N);
@@ -84,8 +87,8 @@ fn choose<const N: usize>(
             rows.push(row);
             err += e;
         }
-        if err < best_err {
-            best_err = err;
+        if best_err.is_none_or(|best_err| err < best_err) {
+            best_err = Some(err);
             best = GroupChoice {
                 scale_code: code,
                 rows,
@@ -241,8 +244,10 @@ fn nearest_ternary_row(target: &[f32], dl: f32, delta: f32) -> (usize, f32) {
 /// Best (scale code, delta negative?, rows) for one IQ1 scale group, where
 /// the delta sign is shared by `delta_group` elements.
 fn choose_ternary(x: &[f32], d: f32, delta_group: usize) -> (u8, Vec<bool>, Vec<usize>) {
+    // As in `choose`, the first candidate is taken whatever its error, so
+    // non-finite input still yields every row.
     let mut best = (0u8, Vec::new(), Vec::new());
-    let mut best_err = f32::INFINITY;
+    let mut best_err: Option<f32> = None;
     for ls in 0u8..8 {
         let dl = d * f32::from(2 * ls + 1);
         let (mut err, mut negs, mut rows) = (0.0, Vec::new(), Vec::new());
@@ -255,7 +260,7 @@ fn choose_ternary(x: &[f32], d: f32, delta_group: usize) -> (u8, Vec<bool>, Vec<
                     .map(|g| nearest_ternary_row(g, dl, delta))
                     .collect();
                 let e: f32 = picks.iter().map(|p| p.1).sum();
-                if e < part_best.0 {
+                if !neg || e < part_best.0 {
                     part_best = (e, neg, picks.iter().map(|p| p.0).collect());
                 }
             }
@@ -263,8 +268,8 @@ fn choose_ternary(x: &[f32], d: f32, delta_group: usize) -> (u8, Vec<bool>, Vec<
             negs.push(part_best.1);
             rows.extend(part_best.2);
         }
-        if err < best_err {
-            best_err = err;
+        if best_err.is_none_or(|best_err| err < best_err) {
+            best_err = Some(err);
             best = (ls, negs, rows);
         }
     }

@@ -46,6 +46,8 @@ pub enum TokenizerError {
     NoByteToken { byte: u8 },
     #[error("the model asks for a {role} token but does not name one")]
     MissingSpecial { role: &'static str },
+    #[error("the vocabulary has {n_tokens} tokens, more than token ids can number ({max})")]
+    VocabTooLarge { n_tokens: usize, max: usize },
     #[error("reading tokenizer metadata: {0}")]
     Gguf(#[from] crate::gguf::GgufError),
 }
@@ -181,6 +183,7 @@ impl Tokenizer {
     pub fn new(mut config: TokenizerConfig) -> Result<Self, TokenizerError> {
         let model = TokenizerModel::from_gguf_name(&config.model)?;
         let n = config.tokens.len();
+        vocab::check_vocab_len(n)?;
         for (key, len) in [
             ("tokenizer.ggml.scores", config.scores.len()),
             ("tokenizer.ggml.token_type", config.token_types.len()),

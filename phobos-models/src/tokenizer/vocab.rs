@@ -64,6 +64,21 @@ impl TokenAttrs {
     }
 }
 
+/// Token ids are i32 in llama.cpp (and u32 here): a vocabulary must be
+/// numbered by them.
+pub(crate) const MAX_TOKENS: usize = i32::MAX as usize;
+
+/// Refuses a vocabulary too large to number with token ids.
+pub(crate) fn check_vocab_len(n_tokens: usize) -> Result<(), super::TokenizerError> {
+    if n_tokens > MAX_TOKENS {
+        return Err(super::TokenizerError::VocabTooLarge {
+            n_tokens,
+            max: MAX_TOKENS,
+        });
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Vocab {
     pub texts: Vec<String>,
@@ -73,6 +88,7 @@ pub(crate) struct Vocab {
 }
 
 impl Vocab {
+    /// `texts` has at most [`MAX_TOKENS`] entries (see [`check_vocab_len`]).
     pub fn new(texts: Vec<String>, scores: Vec<f32>, attrs: Vec<TokenAttrs>) -> Self {
         let mut texts = texts;
         for (i, text) in texts.iter_mut().enumerate() {
@@ -113,5 +129,21 @@ impl Vocab {
     /// The `<0xXX>` byte-fallback token for `byte`.
     pub fn byte_token(&self, byte: u8) -> Option<u32> {
         self.id(&format!("<0x{byte:02X}>"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vocabularies_past_the_id_range_are_refused() {
+        assert!(check_vocab_len(MAX_TOKENS).is_ok());
+        let err = check_vocab_len(MAX_TOKENS + 1).unwrap_err();
+        assert!(
+            matches!(err, super::super::TokenizerError::VocabTooLarge { n_tokens, .. } if n_tokens == 1 << 31),
+            "{err}"
+        );
+        assert!(check_vocab_len(usize::MAX).is_err());
     }
 }
