@@ -12,6 +12,7 @@
 //! output element, bounding `|device - oracle|`.
 
 mod case;
+mod edge;
 mod table;
 
 use std::path::{Path, PathBuf};
@@ -204,6 +205,9 @@ fn dump_kernel(
         json["tolerance_file"] = json!(tolerance_file);
         json["tolerance_max"] = json!(output.tolerance.iter().copied().fold(0.0f32, f32::max));
         json["rule"] = json!(output.rule);
+        if output.exact {
+            json["exact"] = json!(true);
+        }
         outputs.insert(output.name.to_string(), json);
     }
 
