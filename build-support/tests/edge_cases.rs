@@ -135,6 +135,9 @@ mod ptx {
                     if kernel.name.starts_with("edge_loop") {
                         assert!(ptx.contains("trap;"), "{}: no trap\n{ptx}", kernel.name);
                     }
+                    // Subnormals must survive: fmod's steps and min/max
+                    // are exact only without flush-to-zero.
+                    assert!(!ptx.contains(".ftz"), "{}: flush-to-zero\n{ptx}", kernel.name);
                     if kernel.name.starts_with("edge_float") {
                         // fmod's two loops, with no call out.
                         assert!(!ptx.contains("call"), "{}: a call\n{ptx}", kernel.name);

@@ -276,3 +276,103 @@ fn signed_min(ty: Ty) -> i64 {
         _ => i64::MIN,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    /// `float_rem`'s emitted steps, op for op, in Rust: each IEEE operation
+    /// here is the one the MLIR performs (no fused or reordered math).
+    macro_rules! fmod_model {
+        ($name:ident, $t:ty) => {
+            fn $name(x: $t, y: $t) -> $t {
+                let (ax, ay) = (x.abs(), y.abs());
+                let go = ax < <$t>::INFINITY && ax >= ay && ay != 0.0;
+                let rem = if go {
+                    let mut t = ay;
+                    while t * 2.0 <= ax {
+                        t *= 2.0;
+                    }
+                    let (mut r, mut s) = (ax, t);
+                    while s >= ay {
+                        r = if r >= s { r - s } else { r };
+                        s *= 0.5;
+                    }
+                    r
+                } else {
+                    ax
+                };
+                let kept = if ax < ay { x } else { rem.copysign(x) };
+                // `uge`/`ueq`: true for NaN too.
+                let bad = !(ax < <$t>::INFINITY) || !(ay != 0.0 && !ay.is_nan());
+                if bad { <$t>::NAN } else { kept }
+            }
+        };
+    }
+
+    fmod_model!(fmod_f32, f32);
+    fmod_model!(fmod_f64, f64);
+
+    fn same_f32(a: f32, b: f32) -> bool {
+        (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+    }
+
+    fn same_f64(a: f64, b: f64) -> bool {
+        (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+    }
+
+    #[test]
+    fn fmod_model_matches_rust_on_special_values() {
+        let values = [
+            0.0f32,
+            -0.0,
+            1.0,
+            -1.0,
+            0.1,
+            -7.5,
+            3.0,
+            f32::MAX,
+            -f32::MAX,
+            f32::MIN_POSITIVE,
+            f32::from_bits(1),
+            -f32::from_bits(3),
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+        ];
+        for &x in &values {
+            for &y in &values {
+                assert!(same_f32(fmod_f32(x, y), x % y), "{x:e} % {y:e}");
+                let (x, y) = (f64::from(x), f64::from(y));
+                assert!(same_f64(fmod_f64(x, y), x % y), "{x:e} % {y:e}");
+            }
+        }
+        // The largest exponent gap of each type: the longest loops.
+        assert!(same_f64(fmod_f64(f64::MAX, f64::from_bits(1)), f64::MAX % f64::from_bits(1)));
+        assert!(same_f32(fmod_f32(f32::MAX, f32::from_bits(1)), f32::MAX % f32::from_bits(1)));
+    }
+
+    proptest! {
+        /// Any two bit patterns: the model equals Rust's `%` (C fmod).
+        #[test]
+        fn fmod_model_matches_rust_on_any_f32(x in any::<u32>(), y in any::<u32>()) {
+            let (x, y) = (f32::from_bits(x), f32::from_bits(y));
+            prop_assert!(same_f32(fmod_f32(x, y), x % y), "{:e} % {:e}", x, y);
+        }
+
+        #[test]
+        fn fmod_model_matches_rust_on_any_f64(x in any::<u64>(), y in any::<u64>()) {
+            let (x, y) = (f64::from_bits(x), f64::from_bits(y));
+            prop_assert!(same_f64(fmod_f64(x, y), x % y), "{:e} % {:e}", x, y);
+        }
+
+        /// Operands of similar size, where the quotient is small and every
+        /// remainder bit matters.
+        #[test]
+        fn fmod_model_matches_rust_on_close_operands(x in -1e6f64..1e6, y in -1e3f64..1e3) {
+            prop_assert!(same_f64(fmod_f64(x, y), x % y), "{:e} % {:e}", x, y);
+            let (x, y) = (x as f32, y as f32);
+            prop_assert!(same_f32(fmod_f32(x, y), x % y), "{:e} % {:e}", x, y);
+        }
+    }
+}
