@@ -137,7 +137,11 @@ mod ptx {
                     }
                     // Subnormals must survive: fmod's steps and min/max
                     // are exact only without flush-to-zero.
-                    assert!(!ptx.contains(".ftz"), "{}: flush-to-zero\n{ptx}", kernel.name);
+                    assert!(
+                        !ptx.contains(".ftz"),
+                        "{}: flush-to-zero\n{ptx}",
+                        kernel.name
+                    );
                     if kernel.name.starts_with("edge_float") {
                         // fmod's two loops, with no call out.
                         assert!(!ptx.contains("call"), "{}: a call\n{ptx}", kernel.name);

@@ -31,7 +31,11 @@ macro_rules! edge_int {
 edge_int!(i8, u8, i16, u16, i32, u32, i64);
 
 fn int_min<T: EdgeInt>() -> i128 {
-    if T::SIGNED { -(1i128 << (T::BITS - 1)) } else { 0 }
+    if T::SIGNED {
+        -(1i128 << (T::BITS - 1))
+    } else {
+        0
+    }
 }
 
 fn int_max<T: EdgeInt>() -> i128 {
@@ -83,10 +87,7 @@ pub fn int_pairs<T: EdgeInt>() -> (Vec<T>, Vec<T>) {
         .iter()
         .flat_map(|&x| values.iter().map(move |_| x))
         .collect();
-    let b = values
-        .iter()
-        .flat_map(|_| values.iter().copied())
-        .collect();
+    let b = values.iter().flat_map(|_| values.iter().copied()).collect();
     (a, b)
 }
 
@@ -234,10 +235,7 @@ pub fn float_pairs<F: EdgeFloat>() -> (Vec<F>, Vec<F>) {
         .iter()
         .flat_map(|&x| values.iter().map(move |_| x))
         .collect();
-    let b = values
-        .iter()
-        .flat_map(|_| values.iter().copied())
-        .collect();
+    let b = values.iter().flat_map(|_| values.iter().copied()).collect();
     (a, b)
 }
 
@@ -297,9 +295,7 @@ pub fn loop_cases<T: EdgeInt>() -> Vec<(T, T, T)> {
         (min, max, (max - min) / 3 + 1),
     ];
     raw.iter()
-        .filter(|(s, e, st)| {
-            [*s, *e, *st].iter().all(|v| (min..=max).contains(v)) && *st != 0
-        })
+        .filter(|(s, e, st)| [*s, *e, *st].iter().all(|v| (min..=max).contains(v)) && *st != 0)
         .map(|&(s, e, st)| (T::wrap(s), T::wrap(e), T::wrap(st)))
         .collect()
 }

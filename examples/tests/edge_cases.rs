@@ -24,13 +24,7 @@ fn check_ints<T: EdgeInt + Element>(
     let got = got.to_vec().unwrap();
     assert_eq!(got.len(), a.len());
     for i in 0..a.len() {
-        assert_eq!(
-            got[i],
-            want(a[i], b[i]),
-            "{what}({:?}, {:?})",
-            a[i],
-            b[i]
-        );
+        assert_eq!(got[i], want(a[i], b[i]), "{what}({:?}, {:?})", a[i], b[i]);
     }
 }
 

@@ -62,11 +62,36 @@ macro_rules! int_entry {
                 };
                 kernels::$kernel::launch(&device, &ta, &tb, quo, rem, shl, shr, up)?;
                 let pairs = || a.iter().zip(&b).map(|(&x, &y)| (x, y));
-                agree("div", quo, pairs().map(|(x, y)| edge::int_div(x, y)), |g, w| g == w)?;
-                agree("rem", rem, pairs().map(|(x, y)| edge::int_rem(x, y)), |g, w| g == w)?;
-                agree("shl", shl, pairs().map(|(x, y)| edge::int_shl(x, y)), |g, w| g == w)?;
-                agree("shr", shr, pairs().map(|(x, y)| edge::int_shr(x, y)), |g, w| g == w)?;
-                agree("cdiv", up, pairs().map(|(x, y)| edge::int_cdiv(x, y)), |g, w| g == w)?;
+                agree(
+                    "div",
+                    quo,
+                    pairs().map(|(x, y)| edge::int_div(x, y)),
+                    |g, w| g == w,
+                )?;
+                agree(
+                    "rem",
+                    rem,
+                    pairs().map(|(x, y)| edge::int_rem(x, y)),
+                    |g, w| g == w,
+                )?;
+                agree(
+                    "shl",
+                    shl,
+                    pairs().map(|(x, y)| edge::int_shl(x, y)),
+                    |g, w| g == w,
+                )?;
+                agree(
+                    "shr",
+                    shr,
+                    pairs().map(|(x, y)| edge::int_shr(x, y)),
+                    |g, w| g == w,
+                )?;
+                agree(
+                    "cdiv",
+                    up,
+                    pairs().map(|(x, y)| edge::int_cdiv(x, y)),
+                    |g, w| g == w,
+                )?;
                 let mut tensors = vec![("a", ba), ("b", bb)];
                 let mut outputs = Vec::new();
                 let names = ["quo", "rem", "shl", "shr", "up"];
@@ -96,7 +121,12 @@ fn cast_output<F: EdgeFloat, T: EdgeInt + Element + RawElement>(
     a: &[F],
     out: &Tensor<T>,
 ) -> Result<Output> {
-    agree(name, out, a.iter().map(|&x| edge::float_to_int::<F, T>(x)), |g, w| g == w)?;
+    agree(
+        name,
+        out,
+        a.iter().map(|&x| edge::float_to_int::<F, T>(x)),
+        |g, w| g == w,
+    )?;
     Output::exact(name, out, RULE)
 }
 
@@ -137,9 +167,24 @@ macro_rules! float_entry {
                     &mut cu16, &mut c32, &mut cu32, &mut c64,
                 )?;
                 let pairs = || a.iter().zip(&b).map(|(&x, &y)| (x, y));
-                agree("fmod", &rem, pairs().map(|(x, y)| edge::float_rem(x, y)), same_float)?;
-                agree("min", &lo, pairs().map(|(x, y)| edge::float_min(x, y)), same_float)?;
-                agree("max", &hi, pairs().map(|(x, y)| edge::float_max(x, y)), same_float)?;
+                agree(
+                    "fmod",
+                    &rem,
+                    pairs().map(|(x, y)| edge::float_rem(x, y)),
+                    same_float,
+                )?;
+                agree(
+                    "min",
+                    &lo,
+                    pairs().map(|(x, y)| edge::float_min(x, y)),
+                    same_float,
+                )?;
+                agree(
+                    "max",
+                    &hi,
+                    pairs().map(|(x, y)| edge::float_max(x, y)),
+                    same_float,
+                )?;
                 let outputs = vec![
                     Output::exact("rem", &rem, RULE)?,
                     Output::exact("lo", &lo, RULE)?,

@@ -94,8 +94,10 @@ impl Emitter<'_> {
             .def(ty, format!("arith.select {in_range}, {b}, {zero} : {ty}"));
         let op = if left { "shli" } else { "shrui" };
         let shifted = self.t.def(ty, format!("arith.{op} {a}, {amount} : {ty}"));
-        self.t
-            .def(ty, format!("arith.select {in_range}, {shifted}, {zero} : {ty}"))
+        self.t.def(
+            ty,
+            format!("arith.select {in_range}, {shifted}, {zero} : {ty}"),
+        )
     }
 
     /// `cdiv(a, b)` as the host computes it: `a / b`, plus one when the
@@ -203,8 +205,9 @@ impl Emitter<'_> {
         // finite value gives inf, which ends the loop).
         let t0 = self.t.fresh("t");
         let t = self.t.fresh("t");
-        self.t
-            .open(format!("{t} = scf.while ({t0} = {ay}) : ({ty}) -> ({ty}) {{"));
+        self.t.open(format!(
+            "{t} = scf.while ({t0} = {ay}) : ({ty}) -> ({ty}) {{"
+        ));
         let doubled = self.t.def(ty, format!("arith.mulf {t0}, {two} : {ty}"));
         let fits = self
             .t
@@ -348,8 +351,14 @@ mod tests {
             }
         }
         // The largest exponent gap of each type: the longest loops.
-        assert!(same_f64(fmod_f64(f64::MAX, f64::from_bits(1)), f64::MAX % f64::from_bits(1)));
-        assert!(same_f32(fmod_f32(f32::MAX, f32::from_bits(1)), f32::MAX % f32::from_bits(1)));
+        assert!(same_f64(
+            fmod_f64(f64::MAX, f64::from_bits(1)),
+            f64::MAX % f64::from_bits(1)
+        ));
+        assert!(same_f32(
+            fmod_f32(f32::MAX, f32::from_bits(1)),
+            f32::MAX % f32::from_bits(1)
+        ));
     }
 
     proptest! {

@@ -251,7 +251,9 @@ kernel t(X: tensor<f16>[N], Y: tensor<f16>[N]) {
 }
 ";
     let k = kernel(src);
-    let mlir = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap().mlir;
+    let mlir = emit_mlir(&k, &k.default_config(), "sm_80", 32)
+        .unwrap()
+        .mlir;
     // In f32, then rounded once; the two loops of the exact reduction.
     assert!(mlir.contains("arith.extf"), "{mlir}");
     assert!(mlir.matches("scf.while").count() >= 2, "{mlir}");
