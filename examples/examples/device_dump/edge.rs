@@ -6,7 +6,6 @@
 //! which takes the CUDA context down with them.
 
 use anyhow::{Result, ensure};
-use phobos::artifact::KernelArtifact;
 use phobos::{Device, Element, Tensor, bf16, f16};
 use phobos_examples::edge::{self, EdgeFloat, EdgeInt};
 use phobos_examples::kernels;

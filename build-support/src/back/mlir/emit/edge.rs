@@ -176,8 +176,8 @@ impl Emitter<'_> {
         }
         // llvm intrinsics, not `math.absf`/`math.copysign`: those would be
         // rewritten into libdevice calls, which the pipeline does not link.
-        let ax = self.call_intrinsic(&format!("llvm.fabs.{ty}"), &[x.clone()], ty);
-        let ay = self.call_intrinsic(&format!("llvm.fabs.{ty}"), &[y.clone()], ty);
+        let ax = self.call_intrinsic(&format!("llvm.fabs.{ty}"), std::slice::from_ref(x), ty);
+        let ay = self.call_intrinsic(&format!("llvm.fabs.{ty}"), std::slice::from_ref(y), ty);
         let zero = self.const_float(0.0, ty);
         let inf = self.const_float(f64::INFINITY, ty);
         let two = self.const_float(2.0, ty);
