@@ -307,7 +307,7 @@ mod tests {
                 };
                 let kept = if ax < ay { x } else { rem.copysign(x) };
                 // `uge`/`ueq`: true for NaN too.
-                let bad = !(ax < <$t>::INFINITY) || !(ay != 0.0 && !ay.is_nan());
+                let bad = ax.is_nan() || ax == <$t>::INFINITY || ay.is_nan() || ay == 0.0;
                 if bad { <$t>::NAN } else { kept }
             }
         };
