@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every GPU check in one run (on the device machine: driver, PyTorch, no
 # Rust, no network): every embedded PTX variant of every example kernel
-# against the host back end's outputs, then GEMM throughput against
+# and of SPEC.md's edge-case table (examples/kernels/edge, compared bit for
+# bit) against the host back end's outputs, then GEMM throughput against
 # cuBLAS (torch.matmul). Writes $OUT/device_check.csv, device_bench.csv
 # and device_check.log; exits 1 when any variant fails.
 #

@@ -17,7 +17,9 @@ grid from the kernel's @grid rule at the variant's config, block
 (threads, 1, 1), static shared memory only.
 
 A variant passes when every output element is finite and within its
-tolerance of the oracle (manifest "tolerance"), and no tensor was written
+tolerance of the oracle (manifest "tolerance"), or, for an output marked
+"exact" (the SPEC edge-case table), equal to the oracle bit for bit (any
+NaN matching any NaN), and no tensor was written
 outside its extent (guard bands around every buffer). Launches run in a
 worker process: a launch that kills the CUDA context (illegal address,
 timeout) is recorded against that variant and a fresh worker carries on
@@ -37,7 +39,12 @@ import subprocess
 import sys
 import time
 
-DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "u32": 4, "i64": 8, "u8": 1, "i8": 1, "bool": 1}
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "u32": 4, "i64": 8, "u8": 1, "i8": 1,
+               "i16": 2, "u16": 2, "bool": 1}
+# Exponent and mantissa masks of each float type's bit pattern: a NaN has
+# every exponent bit and some mantissa bit set.
+NAN_MASKS = {"f16": (0x7C00, 0x03FF), "bf16": (0x7F80, 0x007F), "f32": (0x7F800000, 0x007FFFFF),
+             "f64": (0x7FF0000000000000, 0x000FFFFFFFFFFFFF)}
 # Guard band on each side of every device buffer, in bytes (a multiple of
 # 256 keeps the tensor as aligned as the allocation).
 GUARD_BYTES = 4096
@@ -206,6 +213,8 @@ def validate(root, manifest):
                 count *= extent
             expect_file(root, out["file"], count * DTYPE_BYTES[out["dtype"]], f"{name}.{out_name} oracle")
             expect_file(root, out["tolerance_file"], count * 4, f"{name}.{out_name} tolerance")
+            if out.get("exact") and out["tolerance_max"] != 0:
+                raise ValueError(f"{name}.{out_name}: exact, but with a tolerance of {out['tolerance_max']}")
         if not kernel["variants"]:
             raise ValueError(f"{name}: no variants for {manifest['chip']}")
         defaults = [v for v in kernel["variants"] if v["default"]]
@@ -288,7 +297,10 @@ class Gpu:
         return self.cu.cuCtxSynchronize() == 0
 
 
-TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "i32": "int32", "i64": "int64"}
+# u16 and u32 travel as the signed type of their width: their tensors are
+# only copied and compared bit for bit ("exact" outputs), never converted.
+TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "i32": "int32", "i64": "int64",
+                "i8": "int8", "u8": "uint8", "i16": "int16", "u16": "int16", "u32": "int32"}
 BITS_DTYPES = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}
 
 
@@ -321,6 +333,23 @@ class Guarded:
         return bool(self.torch.equal(head, self.sentinel)) and bool(self.torch.equal(tail, self.sentinel))
 
 
+def exact_mismatches(torch, root, out, got):
+    """How many elements of `got` differ from the oracle's bit pattern
+    (a NaN matches any NaN of the same type)."""
+    bits = getattr(torch, BITS_DTYPES[DTYPE_BYTES[out["dtype"]]])
+    got = got.reshape(-1).view(bits)
+    want = load_raw(torch, root, out["file"], out["dtype"], [-1]).to("cuda").view(bits)
+    same = got == want
+    masks = NAN_MASKS.get(out["dtype"])
+    if masks:
+        exp, mant = masks
+
+        def nan(b):
+            return ((b & exp) == exp) & ((b & mant) != 0)
+        same = same | (nan(got) & nan(want))
+    return int((~same).sum())
+
+
 def check_variant(gpu, root, manifest, kernel, variant, host_inputs):
     torch = gpu.torch
     case = kernel["case"]
@@ -341,6 +370,13 @@ def check_variant(gpu, root, manifest, kernel, variant, host_inputs):
             notes.append(f"{name} written outside its extent")
     max_abs = max_rel = worst = tol_max = 0.0
     for out_name, out in case["outputs"].items():
+        if out.get("exact"):
+            differ = exact_mismatches(torch, root, out, buffers[out_name].tensor)
+            if differ:
+                ok = False
+                worst = float("inf")
+                notes.append(f"{out_name}: {differ} elements not equal bit for bit")
+            continue
         got = buffers[out_name].tensor.double()
         want = load_raw(torch, root, out["file"], out["dtype"], [-1]).to("cuda").double()
         tol = load_raw(torch, root, out["tolerance_file"], "f32", [-1]).to("cuda").double()

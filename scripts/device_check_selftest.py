@@ -33,9 +33,10 @@ BENCH_SIZE = 128
 def fake_torch():
     torch = types.ModuleType("torch")
     torch.__version__ = "numpy stand-in"
-    for name in ("float32", "float16", "float64", "int16", "int32", "int64", "uint8"):
+    for name in ("float32", "float16", "float64", "int8", "int16", "int32", "int64", "uint8"):
         setattr(torch, name, np.dtype(name))
-    torch.bfloat16 = np.dtype("float32")
+    # numpy has no bfloat16: its bits stand in (only copied and compared).
+    torch.bfloat16 = np.dtype("int16")
 
     def raw(x):
         return x.a if isinstance(x, Tensor) else x
@@ -98,7 +99,8 @@ def fake_torch():
                        "norm": np.linalg.norm}.items():
         setattr(Tensor, method, lambda self, fn=fn: Tensor(fn(self.a)))
     for method, fn in {"__sub__": np.subtract, "__mul__": np.multiply, "__gt__": np.greater,
-                       "__eq__": np.equal}.items():
+                       "__eq__": np.equal, "__ne__": np.not_equal, "__and__": np.bitwise_and,
+                       "__or__": np.bitwise_or}.items():
         setattr(Tensor, method, lambda self, other, fn=fn: Tensor(fn(self.a, raw(other))))
     Tensor.__invert__ = lambda self: Tensor(~self.a)
 
@@ -188,6 +190,8 @@ class FakeGpu:
                 data = bytearray(f.read())
             if fault == "nan":
                 data[0:4] = np.float32(np.nan).tobytes()
+            if fault == "flip":
+                data[1] ^= 0x10
             if fault == "off":
                 data[8:12] = (np.frombuffer(bytes(data[8:12]), np.float32) + np.float32(0.5)).tobytes()
             source = (ctypes.c_char * len(data)).from_buffer(data)
@@ -235,7 +239,8 @@ def main():
         kernels = {k["name"]: k for k in manifest["kernels"]}
         planted = {}
         for name, fault in [("saxpy", "overrun"), ("softmax", "nan"), ("rmsnorm", "off"),
-                            ("layernorm", "crash"), ("gla_chunk", "hang")]:
+                            ("layernorm", "crash"), ("gla_chunk", "hang"), ("edge_int_i16", "flip"),
+                            ("edge_float_bf16", "flip")]:
             variants = kernels[name]["variants"]
             planted[variants[len(variants) // 2]["ptx"]] = fault
         env = dict(os.environ, SELFTEST_FAULTS=json.dumps(planted))
@@ -256,6 +261,7 @@ def main():
             want[(kernel, index)] = fault
         assert set(failed) == set(want), (failed, want)
         expected_note = {"overrun": "outside its extent", "nan": "non-finite", "off": "over tolerance",
+                         "flip": "not equal bit for bit",
                          "crash": "worker ended (9)", "hang": "worker ended (timeout)"}
         for key, fault in want.items():
             assert expected_note[fault] in failed[key], (key, fault, failed[key])

@@ -15,3 +15,5 @@ phobos::kernel_file!("kernels/flash_attn_f32.ph");
 phobos::kernel_file!("kernels/flash_attn_f16.ph");
 phobos::kernel_file!("kernels/flash_attn_f16_tc.ph");
 phobos::kernel_file!("kernels/gla_chunk.ph");
+// SPEC.md §10 edge cases (not an example: tests and the device check).
+phobos::kernel_file!("kernels/edge/edge_cases.ph");

@@ -5,6 +5,7 @@
 
 pub mod bounds;
 pub mod check;
+pub mod edge;
 pub mod grid;
 pub mod kernels;
 pub mod random;

@@ -82,6 +82,10 @@ pub enum Error {
     /// A launch grid dimension does not fit the `i32` program ids.
     #[error("launch grid {grid:?} has a dim larger than {max}")]
     GridTooLarge { grid: [usize; 3], max: usize },
+    /// A `for` loop's step was 0 at run time (a literal 0 is a compile
+    /// error); the GPU back end traps on the same loop.
+    #[error("kernel `{kernel}`: the step of `for {var} in range(..)` is 0 at run time")]
+    LoopStepZero { kernel: String, var: String },
     /// A backend was requested that this build or machine cannot provide.
     #[error("backend `{backend}` is not available: {reason}")]
     BackendUnavailable {

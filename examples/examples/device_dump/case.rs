@@ -3,7 +3,7 @@
 
 use anyhow::{Result, ensure};
 use phobos::artifact::{ConfigValues, KernelArtifact};
-use phobos::{Element, Tensor, f16};
+use phobos::{Element, Tensor, bf16, f16};
 use phobos_examples::check::to_f64;
 
 /// The raw contents of one tensor, little-endian, row-major.
@@ -32,6 +32,26 @@ impl RawElement for f16 {
         bytes.extend_from_slice(&self.to_bits().to_le_bytes());
     }
 }
+
+impl RawElement for bf16 {
+    const DTYPE: &'static str = "bf16";
+    fn put(self, bytes: &mut Vec<u8>) {
+        bytes.extend_from_slice(&self.to_bits().to_le_bytes());
+    }
+}
+
+macro_rules! raw_le {
+    ($($t:ty => $name:literal),*) => {$(
+        impl RawElement for $t {
+            const DTYPE: &'static str = $name;
+            fn put(self, bytes: &mut Vec<u8>) {
+                bytes.extend_from_slice(&self.to_le_bytes());
+            }
+        }
+    )*};
+}
+
+raw_le!(f64 => "f64", i8 => "i8", u8 => "u8", i16 => "i16", u16 => "u16", i32 => "i32", u32 => "u32", i64 => "i64");
 
 impl Buffer {
     pub fn new<T: RawElement>(values: &[T], shape: &[usize]) -> Result<Buffer> {
@@ -68,6 +88,9 @@ pub struct Output {
     pub tolerance: Vec<f32>,
     /// Where the bound comes from, for the manifest's reader.
     pub rule: &'static str,
+    /// Compared bit for bit (any NaN matching any NaN) instead of within
+    /// `tolerance` (then all zeros).
+    pub exact: bool,
 }
 
 /// One kernel launch: inputs for every tensor parameter (written ones
@@ -111,6 +134,25 @@ impl Output {
             oracle,
             tolerance,
             rule,
+            exact: false,
+        })
+    }
+
+    /// The host back end's output `tensor` as an oracle the device must
+    /// match bit for bit (the edge-case table; `rule` says what the host
+    /// was checked against).
+    pub fn exact<T: RawElement + Element>(
+        name: &'static str,
+        tensor: &Tensor<T>,
+        rule: &'static str,
+    ) -> Result<Output> {
+        let oracle = Buffer::of(tensor)?;
+        Ok(Output {
+            name,
+            tolerance: vec![0.0; tensor.len()],
+            oracle,
+            rule,
+            exact: true,
         })
     }
 

@@ -1,5 +1,6 @@
 //! Writes what `scripts/device_check.py` needs to check every embedded PTX
-//! variant of every example kernel on a GPU against the host back end: per
+//! variant of every example kernel (and of SPEC.md's edge-case table,
+//! `edge.rs`, compared bit for bit) on a GPU against the host back end: per
 //! kernel, deterministic ragged inputs, the host oracle's outputs with a
 //! per-element tolerance, the PTX of each variant for one chip, and a
 //! `manifest.json` with the ABI, the grid of each variant and its launch
@@ -12,6 +13,7 @@
 //! output element, bounding `|device - oracle|`.
 
 mod case;
+mod edge;
 mod table;
 
 use std::path::{Path, PathBuf};
@@ -204,6 +206,9 @@ fn dump_kernel(
         json["tolerance_file"] = json!(tolerance_file);
         json["tolerance_max"] = json!(output.tolerance.iter().copied().fold(0.0f32, f32::max));
         json["rule"] = json!(output.rule);
+        if output.exact {
+            json["exact"] = json!(true);
+        }
         outputs.insert(output.name.to_string(), json);
     }
 

@@ -63,7 +63,7 @@ macro_rules! attention_like {
 }
 
 pub fn entries() -> Vec<Entry> {
-    vec![
+    let mut entries = vec![
         Entry {
             artifact: &kernels::saxpy::ARTIFACT,
             build: saxpy_case,
@@ -98,7 +98,9 @@ pub fn entries() -> Vec<Entry> {
             build: gla_case,
             matmul_bench: false,
         },
-    ]
+    ];
+    entries.extend(crate::edge::entries());
+    entries
 }
 
 fn saxpy_case(_: &'static KernelArtifact) -> Result<Case> {

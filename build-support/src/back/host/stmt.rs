@@ -74,13 +74,21 @@ impl Generator<'_> {
                 step,
                 body,
             } => {
-                let name = names::local(&self.local_by_id(*var, stmt)?.name);
+                let var_name = &self.local_by_id(*var, stmt)?.name;
+                let name = names::local(var_name);
+                let kernel_name = &self.kernel.name;
                 let (start, end, step) = (self.expr(start)?, self.expr(end)?, self.expr(step)?);
                 let body = self.block(body)?;
-                // A zero step would loop forever (as on the GPU); the host
-                // runs nothing instead. Overflowing the counter ends the loop.
+                // A zero step is an error, as the GPU back end traps on it
+                // (SPEC.md §9). Overflowing the counter ends the loop.
                 quote!({
                     let (__end, __step) = (#end, #step);
+                    if __step == 0 {
+                        return ::core::result::Result::Err(#p::Error::LoopStepZero {
+                            kernel: ::std::string::String::from(#kernel_name),
+                            var: ::std::string::String::from(#var_name),
+                        });
+                    }
                     let mut __next = #start;
                     while (__step > 0 && __next < __end) || (__step < 0 && __next > __end) {
                         let #name = __next;

@@ -282,21 +282,17 @@ impl<'k> Emitter<'k> {
             (BinOp::Sub, true) => "arith.subf",
             (BinOp::Mul, true) => "arith.mulf",
             (BinOp::Div, true) => "arith.divf",
-            (BinOp::Rem, true) => {
-                return Err(MlirError::unsupported(
-                    "`%` on floats (fmod needs libdevice, which the PTX path does not link)",
-                ));
-            }
+            (BinOp::Rem, true) => return Ok(self.float_rem(&l, &r)),
             (BinOp::Add, false) => "arith.addi",
             (BinOp::Sub, false) => "arith.subi",
             (BinOp::Mul, false) => "arith.muli",
-            (BinOp::Div, false) if unsigned => "arith.divui",
-            (BinOp::Div, false) => "arith.divsi",
-            (BinOp::Rem, false) if unsigned => "arith.remui",
-            (BinOp::Rem, false) => "arith.remsi",
-            (BinOp::Shl, false) => "arith.shli",
-            (BinOp::Shr, false) if unsigned => "arith.shrui",
-            (BinOp::Shr, false) => "arith.shrsi",
+            // Guarded forms (edge.rs): the plain ops are undefined or poison
+            // on some operands the host defines.
+            (BinOp::Div, false) => return Ok(self.int_div(&l, &r, unsigned)),
+            (BinOp::Rem, false) => return Ok(self.int_rem(&l, &r, unsigned)),
+            (BinOp::Shl | BinOp::Shr, false) => {
+                return Ok(self.int_shift(&l, &r, op == BinOp::Shl, unsigned));
+            }
             (BinOp::BitAnd | BinOp::And, false) => "arith.andi",
             (BinOp::BitOr | BinOp::Or, false) => "arith.ori",
             (BinOp::BitXor, false) => "arith.xori",
@@ -520,7 +516,7 @@ impl<'k> Emitter<'k> {
                 } else {
                     Reduce::Max
                 };
-                self.combine(how, a, b, dtype)
+                self.min_max(how, a, b, dtype)
             }
             Builtin::Dequant => Err(MlirError::unsupported("`dequant` (quantized tiles)")),
             Builtin::Abs
@@ -546,36 +542,9 @@ impl<'k> Emitter<'k> {
     }
 
     fn ceil_div(&mut self, a: Val, b: Val, dtype: DType) -> Result<Val, MlirError> {
-        let ty = a.ty;
-        if ty.is_float() {
+        if a.ty.is_float() {
             return Err(MlirError::unsupported("`cdiv` on floats"));
         }
-        if dtype.is_unsigned_int() {
-            return Ok(self.t.def(ty, format!("arith.ceildivui {a}, {b} : {ty}")));
-        }
-        // Spelled out: arith.ceildivsi has no NVVM lowering in this pipeline.
-        let q = self.t.def(ty, format!("arith.divsi {a}, {b} : {ty}"));
-        let r = self.t.def(ty, format!("arith.remsi {a}, {b} : {ty}"));
-        let z = self.const_int(0, ty);
-        let one = self.const_int(1, ty);
-        let inexact = self
-            .t
-            .def(Ty::I1, format!("arith.cmpi ne, {r}, {z} : {ty}"));
-        let a_neg = self
-            .t
-            .def(Ty::I1, format!("arith.cmpi slt, {a}, {z} : {ty}"));
-        let b_neg = self
-            .t
-            .def(Ty::I1, format!("arith.cmpi slt, {b}, {z} : {ty}"));
-        let same_sign = self
-            .t
-            .def(Ty::I1, format!("arith.cmpi eq, {a_neg}, {b_neg} : i1"));
-        let bump = self
-            .t
-            .def(Ty::I1, format!("arith.andi {inexact}, {same_sign} : i1"));
-        let q1 = self.t.def(ty, format!("arith.addi {q}, {one} : {ty}"));
-        Ok(self
-            .t
-            .def(ty, format!("arith.select {bump}, {q1}, {q} : {ty}")))
+        Ok(self.int_ceil_div(&a, &b, dtype))
     }
 }

@@ -77,6 +77,7 @@
 //! Launch with grid = the kernel's `@grid` and block = `(threads, 1, 1)`;
 //! the kernel uses only static shared memory.
 
+mod edge;
 mod expr;
 pub(crate) mod fragment;
 mod math;

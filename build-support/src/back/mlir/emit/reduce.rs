@@ -93,7 +93,27 @@ impl<'k> Emitter<'k> {
         Ok(total)
     }
 
-    /// `a op b` for a reduction or elementwise min/max.
+    /// The `min`/`max` built-ins and `max=`: floats bit-equal to the host
+    /// (edge.rs); integers as in a reduction.
+    pub(super) fn min_max(
+        &mut self,
+        how: Reduce,
+        a: Val,
+        b: Val,
+        dtype: DType,
+    ) -> Result<Val, MlirError> {
+        match how {
+            Reduce::Min | Reduce::Max if a.ty.is_float() => {
+                Ok(self.float_min_max(&a, &b, matches!(how, Reduce::Min)))
+            }
+            _ => self.combine(how, a, b, dtype),
+        }
+    }
+
+    /// One step of a reduction. Float min/max use `llvm.minnum`/`maxnum`
+    /// (`min`/`max.f32` in PTX: NaN loses to a number); a reduction's
+    /// order differs between back ends anyway, so which of two equal
+    /// values (`+0`/`-0`) it returns is not specified.
     pub(super) fn combine(
         &mut self,
         how: Reduce,

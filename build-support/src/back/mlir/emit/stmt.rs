@@ -417,7 +417,7 @@ impl<'k> Emitter<'k> {
                             let old = em.loaded_value(raw, dtype);
                             match how {
                                 Ok(bin) => em.binary(bin, old, v, dtype)?,
-                                Err(reduce) => em.combine(reduce, old, v, dtype)?,
+                                Err(reduce) => em.min_max(reduce, old, v, dtype)?,
                             }
                         }
                     };
@@ -496,6 +496,18 @@ impl<'k> Emitter<'k> {
             self.t.close("}");
             return Ok(());
         }
+        // A step of 0 at run time is an error (SPEC.md §9): the host's
+        // launch returns one, and here the program traps, which fails the
+        // launch, instead of looping forever.
+        if constant_step.is_none() {
+            let zero = self.const_int(0, ty);
+            let stuck = self
+                .t
+                .def(Ty::I1, format!("arith.cmpi eq, {st}, {zero} : {ty}"));
+            self.t.open(format!("scf.if {stuck} {{"));
+            self.t.line("llvm.intr.trap");
+            self.t.close("}");
+        }
         // Any other step: a while loop that counts up or down by its sign.
         let lt = if dtype.is_unsigned_int() {
             "ult"
@@ -534,7 +546,25 @@ impl<'k> Emitter<'k> {
             }),
         );
         self.block(body)?;
+        // A counter that would wrap ends the loop, as on the host: the next
+        // value becomes `end`, which fails the condition either way.
         let next = self.t.def(ty, format!("arith.addi {iv}, {st} : {ty}"));
+        let zero = self.const_int(0, ty);
+        let up = self
+            .t
+            .def(Ty::I1, format!("arith.cmpi {gt}, {st}, {zero} : {ty}"));
+        let fell = self
+            .t
+            .def(Ty::I1, format!("arith.cmpi {lt}, {next}, {iv} : {ty}"));
+        let rose = self
+            .t
+            .def(Ty::I1, format!("arith.cmpi {gt}, {next}, {iv} : {ty}"));
+        let wrapped = self
+            .t
+            .def(Ty::I1, format!("arith.select {up}, {fell}, {rose} : i1"));
+        let next = self
+            .t
+            .def(ty, format!("arith.select {wrapped}, {hi}, {next} : {ty}"));
         self.t.line(format!("scf.yield {next} : {ty}"));
         self.t.close("}");
         Ok(())

@@ -243,15 +243,22 @@ kernel t(W: tensor<q8_0>[N, 32], X: tensor<f32>[32, 1], Y: tensor<f32>[N, 1]) {
 }
 
 #[test]
-fn float_remainder_is_refused_rather_than_linked_to_libdevice() {
+fn float_remainder_is_computed_in_place_without_libdevice() {
     let src = "
 @grid(1)
-kernel t(X: tensor<f32>[N], Y: tensor<f32>[N]) {
+kernel t(X: tensor<f16>[N], Y: tensor<f16>[N]) {
   Y[0 :+ 32] = X[0 :+ 32] % 3.0
 }
 ";
-    let err = emit_err(src);
-    assert!(err.to_string().contains("`%` on floats"), "{err}");
+    let k = kernel(src);
+    let mlir = emit_mlir(&k, &k.default_config(), "sm_80", 32)
+        .unwrap()
+        .mlir;
+    // In f32, then rounded once; the two loops of the exact reduction.
+    assert!(mlir.contains("arith.extf"), "{mlir}");
+    assert!(mlir.matches("scf.while").count() >= 2, "{mlir}");
+    assert!(mlir.contains("llvm.copysign.f32"), "{mlir}");
+    assert!(!mlir.contains("math.") && !mlir.contains("__nv_"), "{mlir}");
 }
 
 #[test]
