@@ -134,7 +134,10 @@ fn ptx_is_the_default_output() {
     assert_eq!(code, 0, "{err}");
     assert!(ptx.contains(".target sm_80"), "{ptx}");
     assert!(ptx.contains(".entry saxpy"), "{ptx}");
-    assert!(err.contains("BLOCK=256 sm_80 index_bits=32"), "{err}");
+    assert!(
+        err.contains("saxpy [BLOCK=256] sm_80 index_bits=32"),
+        "{err}"
+    );
 }
 
 /// The command, from the workspace root: `phobos-compile
