@@ -13,9 +13,14 @@ test: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	scripts/fetch_test_data.sh
+	scripts/check_test_counts.py --selftest
 	# ptxas (PyPI) assembles every embedded PTX variant; missing it fails the tests.
+	# The log then proves that every suite ran: a PTX suite that compiles to
+	# 0 tests (a feature the test build never got) fails here, not in silence.
+	set -o pipefail; log="$${CARGO_TARGET_DIR:-target}/make-test.log"; mkdir -p "$$(dirname "$$log")"; \
 	PHOBOS_PTXAS="$$(scripts/setup_ptxas.sh)" PHOBOS_REQUIRE_PTXAS=1 \
-	PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --workspace --locked --no-fail-fast
+	PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --workspace --locked --no-fail-fast 2>&1 | tee "$$log" && \
+	scripts/check_test_counts.py "$$log"
 
 serve: setup
 	@echo "make serve arrives with the serving issue; see README.md" >&2

@@ -1,12 +1,21 @@
-//! `phobos-compile` end to end: each `--emit` phase, errors and exit codes.
+//! `phobos-compile` end to end: PTX by default, each `--emit` phase,
+//! contradictory flags, errors and exit codes.
+//!
+//! The binary is the one `cargo build -p phobos-build --bin phobos-compile`
+//! makes (default features, so with PTX); `make test` fails if the PTX
+//! tests here report 0 (scripts/check_test_counts.py).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn run(args: &[&str]) -> (i32, String, String) {
+    run_in(Path::new(env!("CARGO_MANIFEST_DIR")), args)
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_phobos-compile"))
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(dir)
         .output()
         .unwrap();
     (
@@ -16,10 +25,14 @@ fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn temp_file(name: &str, text: &str) -> String {
+fn temp_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("phobos-compile-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+    dir
+}
+
+fn temp_file(name: &str, text: &str) -> String {
+    let path = temp_dir().join(name);
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
 }
@@ -43,7 +56,7 @@ fn emits_each_phase() {
         ast.contains("kernel qmatvec(W: tensor<q4_0>[M, K]"),
         "{ast}"
     );
-    let (code, ir, _) = run(&[FEATURES]);
+    let (code, ir, _) = run(&[FEATURES, "--emit", "ir"]);
     assert_eq!(code, 0);
     assert!(
         ir.starts_with("kernel qmatvec {\n  param W: tensor<q4_0>[M, K]\n"),
@@ -75,9 +88,15 @@ const SAXPY: &str = "../examples/kernels/saxpy.ph";
 #[cfg(not(feature = "ptx"))]
 #[test]
 fn ptx_needs_the_feature() {
-    let (code, _, err) = run(&[SAXPY, "--emit", "ptx"]);
-    assert_ne!(code, 0);
-    assert!(err.contains("feature `ptx`"), "{err}");
+    for args in [
+        &[SAXPY][..],
+        &[SAXPY, "--emit", "ptx"],
+        &[SAXPY, "--chip", "sm_80"],
+    ] {
+        let (code, _, err) = run(args);
+        assert_ne!(code, 0, "{args:?}");
+        assert!(err.contains("feature `ptx`"), "{args:?}: {err}");
+    }
 }
 
 #[cfg(feature = "ptx")]
@@ -100,9 +119,127 @@ fn emits_ptx_for_a_chip_index_width_and_config_to_a_file() {
     assert_eq!(code, 0, "{err}");
     assert!(stdout.is_empty(), "{stdout}");
     assert!(err.contains("BLOCK=1024"), "{err}");
+    assert!(err.contains("index_bits=64"), "{err}");
     let ptx = std::fs::read_to_string(&out).unwrap();
     assert!(ptx.contains(".target sm_75"), "{ptx}");
     assert!(ptx.contains(".entry saxpy"), "{ptx}");
+}
+
+/// Like the original tool, a plain `phobos-compile FILE.ph` prints PTX:
+/// for sm_80, 32-bit offsets, the default config.
+#[cfg(feature = "ptx")]
+#[test]
+fn ptx_is_the_default_output() {
+    let (code, ptx, err) = run(&[SAXPY]);
+    assert_eq!(code, 0, "{err}");
+    assert!(ptx.contains(".target sm_80"), "{ptx}");
+    assert!(ptx.contains(".entry saxpy"), "{ptx}");
+    assert!(
+        err.contains("saxpy [BLOCK=256] sm_80 index_bits=32"),
+        "{err}"
+    );
+}
+
+/// The command, from the workspace root: `phobos-compile
+/// examples/kernels/saxpy.ph --chip sm_80 -o s.ptx` writes PTX that ptxas
+/// accepts (assembled here; no ptxas is a skip with a note, or a failure
+/// under `PHOBOS_REQUIRE_PTXAS=1`).
+#[cfg(feature = "ptx")]
+#[test]
+fn chip_and_a_ptx_output_write_ptx_that_ptxas_accepts() {
+    use phobos_build::back::mlir::ptxas;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = temp_dir().join("s.ptx");
+    let out_arg = out.display().to_string();
+    let (code, stdout, err) = run_in(
+        &root,
+        &[
+            "examples/kernels/saxpy.ph",
+            "--chip",
+            "sm_80",
+            "-o",
+            &out_arg,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.is_empty(), "{stdout}");
+    let ptx = std::fs::read_to_string(&out).unwrap();
+    assert!(ptx.contains(".target sm_80"), "{ptx}");
+    assert!(ptx.contains(".visible .entry saxpy("), "{ptx}");
+    let Some(ptxas) = ptxas::find() else {
+        assert!(!ptxas::required(), "{}", ptxas::MISSING_BUT_REQUIRED);
+        eprintln!("note: no ptxas; s.ptx written but not assembled");
+        return;
+    };
+    let assembled = Command::new(&ptxas)
+        .arg("-arch=sm_80")
+        .arg(&out)
+        .arg("-o")
+        .arg(out.with_extension("cubin"))
+        .output()
+        .unwrap();
+    assert!(
+        assembled.status.success(),
+        "ptxas rejected phobos-compile's PTX:\n{}",
+        String::from_utf8_lossy(&assembled.stderr)
+    );
+    assert!(out.with_extension("cubin").metadata().unwrap().len() > 0);
+}
+
+/// PTX-only flags with another `--emit`, or a `.ptx` output for a phase
+/// that is not PTX, are an error naming the conflict, and nothing is
+/// written.
+#[test]
+fn contradictory_flags_are_an_error() {
+    let (code, out, err) = run(&[SAXPY, "--emit", "ir", "--chip", "sm_80"]);
+    assert_eq!(code, 1);
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("--chip only applies to PTX, but --emit ir asks for another output"),
+        "{err}"
+    );
+    let (code, _, err) = run(&[
+        SAXPY,
+        "--emit",
+        "ast",
+        "--index-bits",
+        "64",
+        "--config",
+        "BLOCK=256",
+        "--kernel",
+        "saxpy",
+        "-v",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("--index-bits, --config, --kernel, --verbose only apply to PTX"),
+        "{err}"
+    );
+    let target = temp_dir().join("tokens.ptx");
+    let target_arg = target.display().to_string();
+    let (code, _, err) = run(&[SAXPY, "--emit", "tokens", "-o", &target_arg]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("tokens.ptx: a `.ptx` file would hold the output of --emit tokens"),
+        "{err}"
+    );
+    assert!(!target.exists());
+    // Another name for the same phase's output is fine.
+    let ir_file = temp_dir().join("saxpy.ir");
+    let (code, _, err) = run(&[SAXPY, "--emit", "ir", "-o", &ir_file.display().to_string()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        std::fs::read_to_string(&ir_file)
+            .unwrap()
+            .starts_with("kernel saxpy")
+    );
+}
+
+#[test]
+fn index_bits_are_32_or_64() {
+    let (code, _, err) = run(&[SAXPY, "--index-bits", "48"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("the index width is 32 or 64"), "{err}");
 }
 
 #[test]

@@ -5,6 +5,10 @@
 //! PATH, then inside the Python `nvidia.cuda_nvcc` package. Without it the
 //! assembly checks are skipped with a note, unless `PHOBOS_REQUIRE_PTXAS=1`
 //! (set in CI), which turns the skip into a failure.
+//!
+//! Needs phobos-build's feature `ptx`, on by default, so `cargo test -p
+//! phobos-build` runs it; `make test` fails if it ever reports 0 tests
+//! (scripts/check_test_counts.py).
 #![cfg(feature = "ptx")]
 
 use std::{
@@ -20,12 +24,10 @@ use phobos_build::{
 
 /// The ptxas to use, or `None` (after saying so) when it may be skipped.
 fn ptxas() -> Option<PathBuf> {
-    let found = phobos_build::back::mlir::ptxas::find();
+    use phobos_build::back::mlir::ptxas;
+    let found = ptxas::find();
     if found.is_none() {
-        assert!(
-            std::env::var("PHOBOS_REQUIRE_PTXAS").as_deref() != Ok("1"),
-            "PHOBOS_REQUIRE_PTXAS=1 but no ptxas: pip install nvidia-cuda-nvcc-cu12 or set PHOBOS_PTXAS"
-        );
+        assert!(!ptxas::required(), "{}", ptxas::MISSING_BUT_REQUIRED);
         eprintln!("note: ptxas not found; PTX is produced but not assembled");
     }
     found

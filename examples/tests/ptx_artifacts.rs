@@ -5,8 +5,9 @@
 //!
 //! `ptxas` is `$PHOBOS_PTXAS`, else `ptxas` on PATH, else the one inside the
 //! Python package `nvidia-cuda-nvcc-cu12` (`make test` installs it and sets
-//! `PHOBOS_PTXAS`). Without it the assembly is skipped with a note, unless
-//! `PHOBOS_REQUIRE_PTXAS=1`, which makes that a failure.
+//! `PHOBOS_PTXAS`). Without it, or in a host-only build, the checks are
+//! skipped with a note, unless `PHOBOS_REQUIRE_PTXAS=1`, which makes each
+//! of those a failure.
 //!
 //! A build that saw `PHOBOS_PTXAS` ran `ptxas -v` on every variant, so each
 //! embedded variant carries its register count and fits the register file.
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use phobos::artifact::KernelArtifact;
+use phobos_build::back::mlir::ptxas;
 use phobos_examples::kernels;
 
 /// `(artifact, number of configs in the tune space)` per example kernel.
@@ -89,10 +91,17 @@ fn artifacts_carry_the_abi_grid_and_fingerprint() {
 }
 
 /// Whether this build embedded PTX (the facade's feature `ptx`, which may be
-/// on through any crate of the build, so it is read from the artifacts).
+/// on through any crate of the build, so it is read from the artifacts). A
+/// host-only build skips the PTX checks with a note, except under
+/// `PHOBOS_REQUIRE_PTXAS=1`, where it is a failure: nothing skips there.
 fn ptx_built() -> bool {
     let built = kernels::saxpy::ARTIFACT.ptx_built;
     if !built {
+        assert!(
+            !ptxas::required(),
+            "PHOBOS_REQUIRE_PTXAS=1 but the examples were built without feature `ptx`, \
+             so there is no PTX to assemble: build with default features"
+        );
         eprintln!("note: built without feature `ptx`; no PTX to check");
     }
     built
@@ -176,13 +185,20 @@ fn print_sizes() {
 
 /// Registers are recorded when the build ran with `PHOBOS_PTXAS` (the
 /// variable is read at run time, so run the test as the crate was built:
-/// `make test` sets it for both).
+/// `make test` sets it for both; the kernels' expansion tracks it, so a
+/// change rebuilds them). Under `PHOBOS_REQUIRE_PTXAS=1` an unset
+/// `PHOBOS_PTXAS` is a failure: which ptxas the build saw is unknown then.
 #[test]
 fn with_phobos_ptxas_every_variant_records_registers_that_fit() {
     if !ptx_built() {
         return;
     }
-    if std::env::var_os("PHOBOS_PTXAS").is_none_or(|p| p.is_empty()) {
+    if std::env::var_os(ptxas::PTXAS_ENV).is_none_or(|p| p.is_empty()) {
+        assert!(
+            !ptxas::required(),
+            "PHOBOS_REQUIRE_PTXAS=1 needs PHOBOS_PTXAS set for the build and the test \
+             (make test sets both: PHOBOS_PTXAS=\"$(scripts/setup_ptxas.sh)\")"
+        );
         eprintln!("note: PHOBOS_PTXAS not set; registers not checked");
         return;
     }
@@ -195,8 +211,7 @@ fn with_phobos_ptxas_every_variant_records_registers_that_fit() {
             assert!((1..=255).contains(&registers), "{what}: {registers}");
             assert!(variant.spill_bytes.is_some(), "{what}");
             assert!(
-                phobos_build::back::mlir::ptxas::register_file_overflow(registers, variant.threads)
-                    .is_none(),
+                ptxas::register_file_overflow(registers, variant.threads).is_none(),
                 "{what}: {registers} registers x {} threads",
                 variant.threads
             );
@@ -278,12 +293,9 @@ fn assemble(ptxas: &Path, ptx: &Path, chip: &str, what: &str) -> Result<(), Stri
 
 /// The ptxas to use, or `None` (after saying so) when it may be skipped.
 fn ptxas() -> Option<PathBuf> {
-    let found = phobos_build::back::mlir::ptxas::find();
+    let found = ptxas::find();
     if found.is_none() {
-        assert!(
-            std::env::var("PHOBOS_REQUIRE_PTXAS").as_deref() != Ok("1"),
-            "PHOBOS_REQUIRE_PTXAS=1 but no ptxas: pip install nvidia-cuda-nvcc-cu12 or set PHOBOS_PTXAS"
-        );
+        assert!(!ptxas::required(), "{}", ptxas::MISSING_BUT_REQUIRED);
         eprintln!("note: ptxas not found; embedded PTX is not assembled");
     }
     found

@@ -1,9 +1,16 @@
 //! llama.cpp's tokenizer test vectors: every `ggml-vocab-*.gguf` that has
 //! `.inp`/`.out` files must tokenize every input to exactly the expected
 //! ids (no BOS/EOS, special tokens not parsed: how llama.cpp's
-//! test-tokenizer-0 runs them). The vectors are committed under
-//! tests/golden/tokenizer/llama-vocab-vectors/; the vocabularies come from
-//! `scripts/fetch_llama_vocabs.sh`; without them the test says so and skips.
+//! test-tokenizer-0 runs them).
+//!
+//! The vectors are the committed copies under
+//! tests/golden/tokenizer/llama-vocab-vectors/ (pinned to the llama.cpp the
+//! sdist of scripts/fetch_llama_vocabs.sh ships; one vocabulary per `.inp`
+//! there); the `.gguf` vocabularies are the fetched ones, from
+//! models/llama-vocabs/ or `PHOBOS_LLAMA_VOCABS`. Without them the test
+//! says so and skips, or fails under `PHOBOS_REQUIRE_TEST_DATA=1`.
+//! `PHOBOS_VOCAB_FILTER=NAME` checks only the vocabularies whose name
+//! contains NAME; one that selects none is a failure, never a pass.
 
 mod common;
 
@@ -78,10 +85,12 @@ fn check_vocab(gguf_path: &Path) -> VocabResult {
         .trim_start_matches("ggml-vocab-")
         .trim_end_matches(".gguf")
         .to_owned();
-    let inputs =
-        parse_inputs(&std::fs::read_to_string(gguf_path.with_extension("gguf.inp")).unwrap());
-    let outputs =
-        parse_outputs(&std::fs::read_to_string(gguf_path.with_extension("gguf.out")).unwrap());
+    let committed = |extension: &str| {
+        let path = vectors_dir().join(format!("ggml-vocab-{name}.gguf.{extension}"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let inputs = parse_inputs(&committed("inp"));
+    let outputs = parse_outputs(&committed("out"));
     assert_eq!(inputs.len(), outputs.len(), "{name}: inputs vs outputs");
     let gguf = Gguf::open(gguf_path).unwrap();
     let tokenizer = Tokenizer::from_gguf(&gguf).unwrap();
@@ -105,6 +114,38 @@ fn check_vocab(gguf_path: &Path) -> VocabResult {
     }
 }
 
+/// The vocabularies under `dir` that have committed vectors and whose name
+/// contains `filter`, sorted; an error when the filter selects none, so a
+/// mistyped filter can never pass by checking nothing.
+fn select(dir: &Path, filter: &str) -> Result<Vec<PathBuf>, String> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(vectors_dir())
+        .map_err(|e| format!("{}: {e}", vectors_dir().display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?.strip_suffix(".inp")?.to_owned();
+            name.contains(filter).then(|| dir.join(name))
+        })
+        .collect();
+    paths.sort();
+    if paths.is_empty() {
+        return Err(format!(
+            "PHOBOS_VOCAB_FILTER={filter:?} selects none of the vocabularies with vectors in {}",
+            vectors_dir().display()
+        ));
+    }
+    Ok(paths)
+}
+
+#[test]
+fn a_filter_that_selects_nothing_is_an_error() {
+    let dir = Path::new("unused");
+    let error = select(dir, "no-such-vocab").unwrap_err();
+    assert!(error.contains("selects none"), "{error}");
+    let qwen = select(dir, "qwen2").unwrap();
+    assert_eq!(qwen, [dir.join("ggml-vocab-qwen2.gguf")]);
+    assert_eq!(select(dir, "").unwrap().len(), 15);
+}
+
 #[test]
 fn llama_cpp_vocab_vectors() {
     let Some(dir) = vocab_dir() else {
@@ -114,17 +155,7 @@ fn llama_cpp_vocab_vectors() {
         return;
     };
     let filter = std::env::var("PHOBOS_VOCAB_FILTER").unwrap_or_default();
-    // One vocabulary per committed vector set; each must be present.
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(vectors_dir())
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter_map(|p| {
-            let name = p.file_name()?.to_str()?.strip_suffix(".inp")?.to_owned();
-            Some(dir.join(name))
-        })
-        .filter(|p| p.to_string_lossy().contains(&filter))
-        .collect();
-    paths.sort();
+    let paths = select(&dir, &filter).unwrap_or_else(|e| panic!("{e}"));
     assert!(
         !filter.is_empty() || paths.len() >= 15,
         "expected 15 vector sets, found {}",
@@ -137,13 +168,17 @@ fn llama_cpp_vocab_vectors() {
         );
     }
     let mut all_pass = true;
+    let mut vectors = 0;
     for path in &paths {
         let result = check_vocab(path);
         eprintln!("{:<16} {}/{}", result.name, result.passed, result.total);
         for failure in result.failures.iter().take(5) {
             eprintln!("  FAIL {failure}");
         }
+        assert!(result.total > 0, "{}: no vectors", result.name);
+        vectors += result.total;
         all_pass &= result.passed == result.total;
     }
     assert!(all_pass, "some vocab vectors failed (see above)");
+    eprintln!("{vectors} vectors over {} vocabularies", paths.len());
 }

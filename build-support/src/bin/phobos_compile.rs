@@ -1,17 +1,20 @@
-//! `phobos-compile FILE.ph [--emit tokens|ast|ir|ptx]`: runs the Phobos
-//! compiler's phases on a file and prints the requested one.
+//! `phobos-compile FILE.ph [--chip sm_XY] [--index-bits 32|64] [--config
+//! K=V ...] [--kernel NAME] [-v] [-o out.ptx]`: compiles one variant of a
+//! kernel to PTX through MLIR (feature `ptx`, on by default) and writes it.
 //!
-//! `--emit ptx --chip sm_XY --index-bits 32|64 [--config K=V ...] [--kernel
-//! NAME] [-o out.ptx]` compiles one variant through MLIR (feature `ptx`).
+//! `--emit tokens|ast|ir` prints an earlier phase instead. The PTX-only
+//! flags and an output named `*.ptx` then contradict the request and are an
+//! error, never silently ignored: `--emit ir -o k.ptx` must not leave IR
+//! text in a file every tool will read as PTX.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use phobos_build::{Source, check_source, front, ir, lex, parse};
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Emit {
     /// The token stream with spans.
     Tokens,
@@ -19,35 +22,53 @@ enum Emit {
     Ast,
     /// The typed tile IR text.
     Ir,
-    /// PTX of one variant from the MLIR back end (feature `ptx`).
+    /// PTX of one variant from the MLIR back end (the default).
     Ptx,
 }
+
+impl Emit {
+    fn flag(self) -> &'static str {
+        match self {
+            Emit::Tokens => "--emit tokens",
+            Emit::Ast => "--emit ast",
+            Emit::Ir => "--emit ir",
+            Emit::Ptx => "--emit ptx",
+        }
+    }
+}
+
+/// The PTX defaults: the chip every build targets first, and the offset
+/// width the runtime launches.
+#[cfg(feature = "ptx")]
+const DEFAULT_CHIP: &str = "sm_80";
+#[cfg(feature = "ptx")]
+const DEFAULT_INDEX_BITS: u32 = 32;
 
 #[derive(Debug, Parser)]
 #[command(
     version,
-    about = "Compile a Phobos kernel file and print a phase's output"
+    about = "Compile a Phobos kernel file to PTX (or print an earlier phase with --emit)"
 )]
 struct Args {
     /// The `.ph` file to compile.
     file: PathBuf,
-    /// Which phase's output to print.
-    #[arg(long, value_enum, default_value = "ir")]
-    emit: Emit,
-    /// `--emit ptx`: the chip, `sm_XY`.
-    #[arg(long, default_value = "sm_80")]
-    chip: String,
-    /// `--emit ptx`: width of tensor offsets in the kernel.
-    #[arg(long, default_value_t = 32)]
-    index_bits: u32,
-    /// `--emit ptx`: a tune parameter's value, `NAME=VALUE` (repeatable);
+    /// What to produce: PTX unless another phase is asked for.
+    #[arg(long, value_enum)]
+    emit: Option<Emit>,
+    /// PTX only: the chip, `sm_XY` [default: sm_80].
+    #[arg(long)]
+    chip: Option<String>,
+    /// PTX only: width of tensor offsets in the kernel, 32 or 64 [default: 32].
+    #[arg(long, value_parser = index_bits)]
+    index_bits: Option<u32>,
+    /// PTX only: a tune parameter's value, `NAME=VALUE` (repeatable);
     /// unset ones take their default (first) value.
     #[arg(long = "config", value_name = "NAME=VALUE")]
     config: Vec<String>,
-    /// `--emit ptx`: which kernel of the file (needed when it has several).
+    /// PTX only: which kernel of the file (needed when it has several).
     #[arg(long)]
     kernel: Option<String>,
-    /// `--emit ptx`: also run `ptxas -v` (found as the build finds it:
+    /// PTX only: also run `ptxas -v` (found as the build finds it:
     /// `PHOBOS_PTXAS`, PATH, the PyPI package) and print the registers,
     /// spills and whether the CTA fits the register file to stderr.
     #[arg(short = 'v', long)]
@@ -57,12 +78,67 @@ struct Args {
     output: Option<PathBuf>,
 }
 
+fn index_bits(text: &str) -> Result<u32, String> {
+    match text {
+        "32" => Ok(32),
+        "64" => Ok(64),
+        _ => Err(format!("`{text}`: the index width is 32 or 64")),
+    }
+}
+
+impl Args {
+    /// What to produce, or why the flags contradict each other.
+    fn emit(&self) -> anyhow::Result<Emit> {
+        let emit = self.emit.unwrap_or(Emit::Ptx);
+        if emit == Emit::Ptx {
+            return Ok(emit);
+        }
+        let ptx_only: Vec<&str> = [
+            (self.chip.is_some(), "--chip"),
+            (self.index_bits.is_some(), "--index-bits"),
+            (!self.config.is_empty(), "--config"),
+            (self.kernel.is_some(), "--kernel"),
+            (self.verbose, "--verbose"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect();
+        if !ptx_only.is_empty() {
+            let (verb, pronoun) = if ptx_only.len() == 1 {
+                ("applies", "it")
+            } else {
+                ("apply", "them")
+            };
+            anyhow::bail!(
+                "{} only {verb} to PTX, but {} asks for another output: drop {pronoun} or the --emit",
+                ptx_only.join(", "),
+                emit.flag(),
+            );
+        }
+        if let Some(path) = self.output.as_deref().filter(|p| names_ptx(p)) {
+            anyhow::bail!(
+                "-o {}: a `.ptx` file would hold the output of {}, which is not PTX; \
+                 drop the --emit to write PTX, or name the file otherwise",
+                path.display(),
+                emit.flag()
+            );
+        }
+        Ok(emit)
+    }
+}
+
+fn names_ptx(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("ptx"))
+}
+
 fn main() -> anyhow::Result<ExitCode> {
     let args = Args::parse();
+    let emit = args.emit()?;
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("reading kernel file {}", args.file.display()))?;
     let source = Source::file(args.file.display().to_string(), text);
-    let output = match args.emit {
+    let output = match emit {
         Emit::Tokens => lex(&source).map(|lexed| {
             lexed
                 .tokens
@@ -153,9 +229,10 @@ fn selected(module: &ir::Module, args: &Args) -> anyhow::Result<(ir::Kernel, ir:
 #[cfg(feature = "ptx")]
 fn emit_ptx(module: &ir::Module, args: &Args) -> anyhow::Result<String> {
     let (kernel, config) = selected(module, args)?;
-    let variant =
-        phobos_build::back::mlir::compile_ptx(&kernel, &config, &args.chip, args.index_bits)
-            .with_context(|| format!("compiling `{}` [{config}] for {}", kernel.name, args.chip))?;
+    let chip = args.chip.as_deref().unwrap_or(DEFAULT_CHIP);
+    let index_bits = args.index_bits.unwrap_or(DEFAULT_INDEX_BITS);
+    let variant = phobos_build::back::mlir::compile_ptx(&kernel, &config, chip, index_bits)
+        .with_context(|| format!("compiling `{}` [{config}] for {chip}", kernel.name))?;
     eprintln!(
         "{} [{config}] {} index_bits={}: threads={} shared_bytes={}",
         kernel.name, variant.chip, variant.index_bits, variant.threads, variant.shared_bytes
@@ -201,7 +278,8 @@ fn emit_ptx(module: &ir::Module, args: &Args) -> anyhow::Result<String> {
     // Checks the arguments first, so a bad --config is reported either way.
     selected(module, args)?;
     anyhow::bail!(
-        "--emit ptx needs phobos-build's feature `ptx` (LLVM/MLIR 22: scripts/setup_llvm.sh), \
-         e.g. cargo run -p phobos-build --features ptx --bin phobos-compile -- ..."
+        "PTX needs phobos-build's feature `ptx` (on by default; this binary was built \
+         without it) and LLVM/MLIR 22 (scripts/setup_llvm.sh): \
+         cargo run -p phobos-build --bin phobos-compile -- ..., or --emit ir for the IR"
     )
 }

@@ -18,6 +18,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The environment variable naming the `ptxas` to use.
 pub const PTXAS_ENV: &str = "PHOBOS_PTXAS";
 
+/// The environment variable that makes a missing `ptxas` a failure of every
+/// check that would assemble or measure PTX, instead of a skip with a note.
+pub const REQUIRE_ENV: &str = "PHOBOS_REQUIRE_PTXAS";
+
+/// What a check says when there is no ptxas and [`required`] is set.
+pub const MISSING_BUT_REQUIRED: &str = "PHOBOS_REQUIRE_PTXAS=1 but no ptxas was found: \
+     pip install nvidia-cuda-nvcc-cu12 (scripts/setup_ptxas.sh) or set PHOBOS_PTXAS";
+
+/// Whether `PHOBOS_REQUIRE_PTXAS=1`: every ptxas check must run (as `make
+/// test` sets it), so CI can never pass by skipping one.
+pub fn required() -> bool {
+    std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1")
+}
+
 /// The `ptxas` to run: `$PHOBOS_PTXAS` when set and non-empty, else `ptxas`
 /// on PATH, else the one inside the PyPI package `nvidia-cuda-nvcc-cu12`
 /// (`nvidia.cuda_nvcc`). `None` when there is none.

@@ -123,10 +123,12 @@ fn register_file_edges() {
 
 /// With a real ptxas (`PHOBOS_PTXAS`, PATH, or the PyPI package): the
 /// measured usage matches what the captured text says, and a rejection
-/// carries ptxas's own message.
+/// carries ptxas's own message. Without one it skips with a note, unless
+/// `PHOBOS_REQUIRE_PTXAS=1`.
 #[test]
 fn measures_with_a_real_ptxas_when_there_is_one() {
     let Some(ptxas) = Ptxas::detect().unwrap() else {
+        assert!(!required(), "{MISSING_BUT_REQUIRED}");
         eprintln!("note: no ptxas; measuring skipped");
         return;
     };
