@@ -82,6 +82,17 @@ pub enum Error {
     /// A launch grid dimension does not fit the `i32` program ids.
     #[error("launch grid {grid:?} has a dim larger than {max}")]
     GridTooLarge { grid: [usize; 3], max: usize },
+    /// A `@grid` expression evaluated to an extent no grid can have (a
+    /// negative one): the launch runs nothing and fails instead of running
+    /// zero programs in silence.
+    #[error(
+        "kernel `{kernel}`: grid axis {axis} evaluates to {value}; a grid extent must be 0 or more"
+    )]
+    GridExtent {
+        kernel: String,
+        axis: usize,
+        value: i64,
+    },
     /// A backend was requested that this build or machine cannot provide.
     #[error("backend `{backend}` is not available: {reason}")]
     BackendUnavailable {
