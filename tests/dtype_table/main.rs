@@ -9,72 +9,165 @@
 
 mod support;
 
+#[rustfmt::skip]
 mod add;
+#[rustfmt::skip]
 mod sub;
+#[rustfmt::skip]
 mod mul;
+#[rustfmt::skip]
 mod div;
+#[rustfmt::skip]
 mod rem;
 #[cfg(not(feature = "ptx"))]
+#[rustfmt::skip]
 mod rem_ptx_pending;
+#[rustfmt::skip]
 mod shl;
+#[rustfmt::skip]
 mod shr;
+#[rustfmt::skip]
 mod bitand;
+#[rustfmt::skip]
 mod bitor;
+#[rustfmt::skip]
 mod bitxor;
+#[rustfmt::skip]
 mod and;
+#[rustfmt::skip]
 mod or;
+#[rustfmt::skip]
 mod eq;
+#[rustfmt::skip]
 mod ne;
+#[rustfmt::skip]
 mod lt;
+#[rustfmt::skip]
 mod le;
+#[rustfmt::skip]
 mod gt;
+#[rustfmt::skip]
 mod ge;
+#[rustfmt::skip]
 mod neg;
+#[rustfmt::skip]
 mod not;
+#[rustfmt::skip]
 mod bitnot;
+#[rustfmt::skip]
 mod program_id;
+#[rustfmt::skip]
 mod num_programs;
+#[rustfmt::skip]
 mod arange;
-mod cdiv;
+#[cfg(not(feature = "ptx"))]
+#[rustfmt::skip]
+mod cdiv_ptx_pending;
+#[rustfmt::skip]
 mod load;
+#[rustfmt::skip]
 mod dot;
+#[rustfmt::skip]
 mod dot_t;
+#[rustfmt::skip]
 mod exp;
+#[cfg(not(feature = "ptx"))]
+#[rustfmt::skip]
+mod exp_ptx_pending;
+#[rustfmt::skip]
 mod log;
+#[cfg(not(feature = "ptx"))]
+#[rustfmt::skip]
+mod log_ptx_pending;
+#[rustfmt::skip]
 mod sqrt;
+#[rustfmt::skip]
 mod rsqrt;
+#[rustfmt::skip]
 mod tanh;
+#[cfg(not(feature = "ptx"))]
+#[rustfmt::skip]
+mod tanh_ptx_pending;
+#[rustfmt::skip]
 mod sigmoid;
+#[cfg(not(feature = "ptx"))]
+#[rustfmt::skip]
+mod sigmoid_ptx_pending;
+#[rustfmt::skip]
 mod silu;
+#[cfg(not(feature = "ptx"))]
+#[rustfmt::skip]
+mod silu_ptx_pending;
+#[rustfmt::skip]
 mod gelu;
+#[cfg(not(feature = "ptx"))]
+#[rustfmt::skip]
+mod gelu_ptx_pending;
+#[rustfmt::skip]
 mod sin;
+#[cfg(not(feature = "ptx"))]
+#[rustfmt::skip]
+mod sin_ptx_pending;
+#[rustfmt::skip]
 mod cos;
+#[cfg(not(feature = "ptx"))]
+#[rustfmt::skip]
+mod cos_ptx_pending;
+#[rustfmt::skip]
 mod floor;
+#[rustfmt::skip]
 mod round;
+#[rustfmt::skip]
 mod abs;
+#[rustfmt::skip]
 mod min2;
+#[rustfmt::skip]
 mod max2;
+#[rustfmt::skip]
 mod where_;
+#[rustfmt::skip]
 mod rowsum;
+#[rustfmt::skip]
 mod rowmax;
+#[rustfmt::skip]
 mod rowmin;
+#[rustfmt::skip]
 mod sum;
+#[rustfmt::skip]
 mod max1;
+#[rustfmt::skip]
 mod min1;
+#[rustfmt::skip]
 mod transpose;
+#[rustfmt::skip]
 mod reshape;
+#[rustfmt::skip]
 mod cumsum;
+#[rustfmt::skip]
 mod tril;
+#[rustfmt::skip]
 mod atomic_add;
+#[rustfmt::skip]
 mod cast_bool;
+#[rustfmt::skip]
 mod cast_i8;
+#[rustfmt::skip]
 mod cast_u8;
+#[rustfmt::skip]
 mod cast_i16;
+#[rustfmt::skip]
 mod cast_u16;
+#[rustfmt::skip]
 mod cast_i32;
+#[rustfmt::skip]
 mod cast_u32;
+#[rustfmt::skip]
 mod cast_i64;
+#[rustfmt::skip]
 mod cast_f16;
+#[rustfmt::skip]
 mod cast_bf16;
+#[rustfmt::skip]
 mod cast_f32;
+#[rustfmt::skip]
 mod cast_f64;

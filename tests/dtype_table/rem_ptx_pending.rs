@@ -3,8 +3,8 @@
 // change the generator and regenerate (the test fails while this is stale).
 //! `%`: every dtype combination SPEC.md allows, through `kernel!` on the host.
 
-// PTX pending (`cases::ptx_pending`): built only without the `ptx` feature
-// until the MLIR emitter implements it.
+// PTX pending (`cases::ptx_pending`: float `%` (fmod)): built only without the
+// `ptx` feature until the MLIR emitter lowers it.
 #![allow(clippy::all, unused_imports)]
 
 use crate::support::*;

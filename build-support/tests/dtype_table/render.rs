@@ -32,7 +32,7 @@ pub fn kernels() -> Vec<Kernel> {
             let mut rows: BTreeMap<DType, usize> = BTreeMap::new();
             let mut cases = Vec::new();
             for (args, typing) in op.allowed() {
-                if ptx_pending(&op, typing) != pending {
+                if ptx_pending(&op, typing).is_some() != pending {
                     continue;
                 }
                 let r = rows.entry(out_dtype(&op, &args, typing)).or_default();
@@ -331,7 +331,12 @@ pub fn root_module(k: &Kernel) -> String {
         k.op.spelling
     );
     if k.pending {
-        s += "// PTX pending (`cases::ptx_pending`): built only without the `ptx` feature\n// until the MLIR emitter implements it.\n";
+        let why = k
+            .cases
+            .first()
+            .and_then(|c| ptx_pending(&k.op, c.typing))
+            .unwrap_or_default();
+        s += &format!("// PTX pending (`cases::ptx_pending`: {why}): built only without the\n// `ptx` feature until the MLIR emitter lowers it.\n");
     }
     s += "#![allow(clippy::all, unused_imports)]\n\nuse crate::support::*;\nuse phobos::{Device, bf16, f16};\n\nphobos::kernel! {\n";
     s += &kernel_text(k, "    ");
