@@ -30,7 +30,10 @@ fn a_negative_grid_extent_is_an_error_naming_axis_and_value() {
             value: -2
         }
     );
-    assert!(err.to_string().contains("grid axis 0 evaluates to -2"), "{err}");
+    assert!(
+        err.to_string().contains("grid axis 0 evaluates to -2"),
+        "{err}"
+    );
     assert_eq!(x.to_vec().unwrap(), [0.0; 2], "no program ran");
 }
 

@@ -156,7 +156,12 @@ mod tests {
     #[test]
     fn every_dtype_is_exactly_one_kind() {
         for d in DType::ALL {
-            let kinds = [d == DType::Bool, d.is_signed_int(), d.is_unsigned_int(), d.is_float()];
+            let kinds = [
+                d == DType::Bool,
+                d.is_signed_int(),
+                d.is_unsigned_int(),
+                d.is_float(),
+            ];
             assert_eq!(kinds.iter().filter(|&&k| k).count(), 1, "{d}");
             assert_eq!(d.size_bytes() * 8, d.bits() as usize);
         }

@@ -399,7 +399,11 @@ pub fn contract<T: Num>(a: &[T; 16], b: &[T; 16], transposed: bool) -> [T; 16] {
     std::array::from_fn(|i| {
         let (m, n) = (i / 4, i % 4);
         (0..4).fold(T::zero(), |acc, k| {
-            let bv = if transposed { b[n * 4 + k] } else { b[k * 4 + n] };
+            let bv = if transposed {
+                b[n * 4 + k]
+            } else {
+                b[k * 4 + n]
+            };
             acc.add(a[m * 4 + k].mul(bv))
         })
     })
@@ -424,5 +428,9 @@ pub fn all<T: Copy>(t: &[T; 16], f: impl Fn(T, T) -> T) -> T {
 
 /// `f` folded over each row of the `[4, 4]` tile.
 pub fn rows<T: Copy>(t: &[T; 16], f: impl Fn(T, T) -> T) -> [T; 4] {
-    std::array::from_fn(|r| t[r * 4 + 1..r * 4 + 4].iter().fold(t[r * 4], |a, &x| f(a, x)))
+    std::array::from_fn(|r| {
+        t[r * 4 + 1..r * 4 + 4]
+            .iter()
+            .fold(t[r * 4], |a, &x| f(a, x))
+    })
 }

@@ -108,7 +108,12 @@ impl Form {
     pub fn elementwise(self) -> bool {
         matches!(
             self,
-            Form::Binary(_) | Form::Unary(_) | Form::Call1(_) | Form::Call2(_) | Form::Where | Form::Cast(_)
+            Form::Binary(_)
+                | Form::Unary(_)
+                | Form::Call1(_)
+                | Form::Call2(_)
+                | Form::Where
+                | Form::Cast(_)
         )
     }
 }
@@ -273,7 +278,13 @@ pub fn ops() -> Vec<Op> {
         rule,
     };
     let mut v = vec![
-        op("add", "+", Form::Binary("+"), 2, arith as fn(&[DType]) -> Option<Typing>),
+        op(
+            "add",
+            "+",
+            Form::Binary("+"),
+            2,
+            arith as fn(&[DType]) -> Option<Typing>,
+        ),
         op("sub", "-", Form::Binary("-"), 2, arith),
         op("mul", "*", Form::Binary("*"), 2, arith),
         op("div", "/", Form::Binary("/"), 2, arith),
@@ -294,8 +305,20 @@ pub fn ops() -> Vec<Op> {
         op("neg", "-x", Form::Unary("-"), 1, neg),
         op("not", "!x", Form::Unary("!"), 1, not),
         op("bitnot", "~x", Form::Unary("~"), 1, bitnot),
-        op("program_id", "program_id", Form::Nullary("program_id(0)"), 0, index),
-        op("num_programs", "num_programs", Form::Nullary("num_programs(0)"), 0, index),
+        op(
+            "program_id",
+            "program_id",
+            Form::Nullary("program_id(0)"),
+            0,
+            index,
+        ),
+        op(
+            "num_programs",
+            "num_programs",
+            Form::Nullary("num_programs(0)"),
+            0,
+            index,
+        ),
         op("arange", "arange", Form::Nullary("arange(4)"), 0, index),
         op("cdiv", "cdiv", Form::Call2("cdiv"), 2, ints2),
         op("load", "load", Form::Load, 2, load),
@@ -319,7 +342,13 @@ pub fn ops() -> Vec<Op> {
         op("sum", "sum", Form::Reduce("sum"), 1, sum_like),
         op("max1", "max", Form::Reduce("max"), 1, any_keep),
         op("min1", "min", Form::Reduce("min"), 1, any_keep),
-        op("transpose", "transpose", Form::Layout("transpose"), 1, any_keep),
+        op(
+            "transpose",
+            "transpose",
+            Form::Layout("transpose"),
+            1,
+            any_keep,
+        ),
         op("reshape", "reshape", Form::Reshape, 1, any_keep),
         op("cumsum", "cumsum", Form::Layout("cumsum"), 1, sum_like),
         op("tril", "tril", Form::Layout("tril"), 1, any_keep),

@@ -56,7 +56,12 @@ fn checker_gives_every_allowed_combination_its_documented_type() {
         }
     }
     assert!(count > 1500, "only {count} allowed combinations");
-    assert!(wrong.is_empty(), "{} of {count} wrong:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} of {count} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }
 
 #[test]
@@ -84,7 +89,12 @@ fn checker_refuses_every_forbidden_combination_at_its_expression() {
         }
     }
     assert!(count > 500, "only {count} forbidden combinations");
-    assert!(wrong.is_empty(), "{} of {count} wrong:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} of {count} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }
 
 /// Quantized tiles: `dequant` gives `f32`; `dot`/`dot_t` with one quantized
@@ -95,9 +105,8 @@ fn quantized_operands_follow_spec() {
     let mut wrong = Vec::new();
     for q in QuantType::ALL {
         let b = q.block_len();
-        let deq = format!(
-            "kernel t(w: tensor<{q}>[4, {b}]) {{\n    let v = dequant(w[:, :])\n}}\n"
-        );
+        let deq =
+            format!("kernel t(w: tensor<{q}>[4, {b}]) {{\n    let v = dequant(w[:, :])\n}}\n");
         match check(&deq) {
             Ok(k) if let_elem(&k) == Some(Elem::Scalar(DType::F32)) => {}
             other => wrong.push(format!(
@@ -114,7 +123,12 @@ fn quantized_operands_follow_spec() {
                 _ => wrong.push(format!("dot_t({a}, {q}) is not f32")),
             }
         }
-        for bad in ["w[:, :] + 1.0", "exp(w[:, :])", "dot_t(w[:, :], w[:, :])", "sum(w[:, :])"] {
+        for bad in [
+            "w[:, :] + 1.0",
+            "exp(w[:, :])",
+            "dot_t(w[:, :], w[:, :])",
+            "sum(w[:, :])",
+        ] {
             let text = format!("kernel t(w: tensor<{q}>[4, {b}]) {{\n    let v = {bad}\n}}\n");
             if check(&text).is_ok() {
                 wrong.push(format!("`{bad}` on {q} accepted"));
@@ -178,7 +192,11 @@ fn spec_table_names(spec: &str, header: &str) -> Vec<String> {
     let mut lines = spec.lines().skip_while(|l| !l.starts_with(header)).skip(2);
     let mut names = Vec::new();
     while let Some(line) = lines.next().filter(|l| l.starts_with('|')) {
-        let cell = line.split(" | ").next().unwrap_or("").trim_start_matches('|');
+        let cell = line
+            .split(" | ")
+            .next()
+            .unwrap_or("")
+            .trim_start_matches('|');
         for (i, part) in cell.split('`').enumerate() {
             if i % 2 == 1 {
                 let call = part.split('(').next().unwrap_or("");
@@ -194,8 +212,14 @@ fn table_covers_every_operator_and_builtin_of_spec() {
     let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../SPEC.md")).unwrap();
     let operators = spec_table_names(&spec, "| operators ");
     let builtins = spec_table_names(&spec, "| call |");
-    assert!(operators.len() >= 20, "operator table not found: {operators:?}");
-    assert!(builtins.len() >= 35, "built-in table not found: {builtins:?}");
+    assert!(
+        operators.len() >= 20,
+        "operator table not found: {operators:?}"
+    );
+    assert!(
+        builtins.len() >= 35,
+        "built-in table not found: {builtins:?}"
+    );
     let spellings: Vec<&str> = ops().iter().map(|o| o.spelling).collect();
     // `dequant` needs quantized operands: `quantized_operands_follow_spec`.
     let missing: Vec<&String> = operators
@@ -203,9 +227,15 @@ fn table_covers_every_operator_and_builtin_of_spec() {
         .chain(&builtins)
         .filter(|n| !spellings.contains(&n.as_str()) && n.as_str() != "dequant")
         .collect();
-    assert!(missing.is_empty(), "SPEC.md lists {missing:?}, which cases.rs does not cover");
+    assert!(
+        missing.is_empty(),
+        "SPEC.md lists {missing:?}, which cases.rs does not cover"
+    );
     for f in phobos_build::check::FUNCTION_NAMES {
-        assert!(builtins.iter().any(|b| b == f), "built-in `{f}` is not in SPEC.md's table");
+        assert!(
+            builtins.iter().any(|b| b == f),
+            "built-in `{f}` is not in SPEC.md's table"
+        );
     }
 }
 
@@ -217,8 +247,8 @@ mod ptx {
 
     fn compile(k: &render::Kernel) -> Result<String, String> {
         let text = render::kernel_text(k, "");
-        let module = check_source(&Source::file(format!("{}.ph", k.name), &text))
-            .map_err(|e| e.render())?;
+        let module =
+            check_source(&Source::file(format!("{}.ph", k.name), &text)).map_err(|e| e.render())?;
         let kernel = &module.kernels[0];
         compile_ptx(kernel, &kernel.default_config(), "sm_80", 32)
             .map(|v| v.ptx)
@@ -237,7 +267,10 @@ mod ptx {
             );
             eprintln!("note: no ptxas; the PTX is compiled but not assembled");
         }
-        let kernels: Vec<_> = render::kernels().into_iter().filter(|k| !k.pending).collect();
+        let kernels: Vec<_> = render::kernels()
+            .into_iter()
+            .filter(|k| !k.pending)
+            .collect();
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         let chunks: Vec<Vec<&render::Kernel>> = (0..threads)
             .map(|t| kernels.iter().skip(t).step_by(threads).collect())
@@ -265,7 +298,10 @@ mod ptx {
                     })
                 })
                 .collect();
-            handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
         });
         assert!(kernels.len() > 60, "only {} kernels", kernels.len());
         assert!(failures.is_empty(), "{}", failures.join("\n"));

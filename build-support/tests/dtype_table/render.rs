@@ -109,7 +109,10 @@ pub fn expr(op: &Op, args: &[DType], tile_form: bool) -> Option<String> {
         }
         Form::Reshape => format!("reshape({}, 2, 8)", tile("p", args[0])),
         Form::Contract(f) => format!("{f}({}, {})", tile("p", args[0]), tile("q", args[1])),
-        Form::Load => format!("load(x_{}[program_id(0) + 2 :+ 4], y_{}[0])", args[0], args[1]),
+        Form::Load => format!(
+            "load(x_{}[program_id(0) + 2 :+ 4], y_{}[0])",
+            args[0], args[1]
+        ),
         Form::AtomicAdd => return None,
         Form::Nullary(s) => s.to_string(),
     })
@@ -154,8 +157,14 @@ pub fn single(op: &Op, args: &[DType]) -> (String, std::ops::Range<usize>) {
     let body = match expr(op, args, true) {
         Some(e) => format!("let v = {e}"),
         None => {
-            ps.push((format!("o_{}", args[0]), format!("tensor<{}>[1, 4, 8]", args[0])));
-            format!("atomic_add(o_{}[0, 0, 0 :+ 4], x_{}[0 :+ 4])", args[0], args[1])
+            ps.push((
+                format!("o_{}", args[0]),
+                format!("tensor<{}>[1, 4, 8]", args[0]),
+            ));
+            format!(
+                "atomic_add(o_{}[0, 0, 0 :+ 4], x_{}[0 :+ 4])",
+                args[0], args[1]
+            )
         }
     };
     let ps: Vec<String> = ps.iter().map(|(n, t)| format!("{n}: {t}")).collect();
@@ -256,8 +265,14 @@ fn plain_elementwise(op: &Op, c: &Case) -> (String, f64) {
             format!("if bool::x()[i] {{ {} }} else {{ {} }}", a0(), a1()),
             0.0,
         ),
-        Form::Cast(_) => (format!("conv::<{0}, {r}>({0}::x()[i])", rust(c.args[0])), 0.0),
-        Form::AtomicAdd => (format!("conv::<{0}, {r}>({0}::x()[i])", rust(c.args[1])), 0.0),
+        Form::Cast(_) => (
+            format!("conv::<{0}, {r}>({0}::x()[i])", rust(c.args[0])),
+            0.0,
+        ),
+        Form::AtomicAdd => (
+            format!("conv::<{0}, {r}>({0}::x()[i])", rust(c.args[1])),
+            0.0,
+        ),
         _ => unreachable!("not elementwise"),
     }
 }
@@ -336,7 +351,9 @@ pub fn root_module(k: &Kernel) -> String {
             .first()
             .and_then(|c| ptx_pending(&k.op, c.typing))
             .unwrap_or_default();
-        s += &format!("// PTX pending (`cases::ptx_pending`: {why}): built only without the\n// `ptx` feature until the MLIR emitter lowers it.\n");
+        s += &format!(
+            "// PTX pending (`cases::ptx_pending`: {why}): built only without the\n// `ptx` feature until the MLIR emitter lowers it.\n"
+        );
     }
     s += "#![allow(clippy::all, unused_imports)]\n\nuse crate::support::*;\nuse phobos::{Device, bf16, f16};\n\nphobos::kernel! {\n";
     s += &kernel_text(k, "    ");

@@ -43,7 +43,10 @@ fn cdiv_rounds_up_toward_infinity_and_zero_divisor_gives_zero() {
     // ceil(3.5), ceil(-3.5), ceil(-3.5), ceil(3.5), exact, x / 0.
     assert_eq!(cdiv(&a, &b).unwrap().as_slice(), &[4, -3, -3, 4, 2, 0]);
     let u = t(&[3], vec![7u8, 255, 0]);
-    assert_eq!(cdiv(&u, &Tile::scalar(2u8)).unwrap().as_slice(), &[4, 128, 0]);
+    assert_eq!(
+        cdiv(&u, &Tile::scalar(2u8)).unwrap().as_slice(),
+        &[4, 128, 0]
+    );
 }
 
 #[test]
