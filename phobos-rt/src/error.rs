@@ -86,6 +86,17 @@ pub enum Error {
     /// error); the GPU back end traps on the same loop.
     #[error("kernel `{kernel}`: the step of `for {var} in range(..)` is 0 at run time")]
     LoopStepZero { kernel: String, var: String },
+    /// A `@grid` expression evaluated to an extent no grid can have (a
+    /// negative one): the launch runs nothing and fails instead of running
+    /// zero programs in silence.
+    #[error(
+        "kernel `{kernel}`: grid axis {axis} evaluates to {value}; a grid extent must be 0 or more"
+    )]
+    GridExtent {
+        kernel: String,
+        axis: usize,
+        value: i64,
+    },
     /// A backend was requested that this build or machine cannot provide.
     #[error("backend `{backend}` is not available: {reason}")]
     BackendUnavailable {

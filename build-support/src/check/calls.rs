@@ -73,15 +73,6 @@ fn float_unary(name: &str) -> Option<Builtin> {
     })
 }
 
-/// The dtype a sum-like reduction produces: small integers and bool
-/// accumulate in `i32`; everything else keeps its type.
-fn sum_dtype(d: DType) -> DType {
-    match d {
-        DType::Bool | DType::I8 | DType::U8 | DType::I16 | DType::U16 => DType::I32,
-        other => other,
-    }
-}
-
 impl KernelChecker {
     fn arity(
         &self,
@@ -254,7 +245,7 @@ impl KernelChecker {
                 let t = self.expr(&args[0])?;
                 let d = self.tile_arg(name, &t, 1, None)?;
                 let (func, out) = match name {
-                    "sum" => (Builtin::ReduceSum, sum_dtype(d)),
+                    "sum" => (Builtin::ReduceSum, d.sum_result()),
                     "max" => (Builtin::ReduceMax, d),
                     _ => (Builtin::ReduceMin, d),
                 };
@@ -279,7 +270,7 @@ impl KernelChecker {
                 let t = self.expr(&args[0])?;
                 let d = self.tile_arg(name, &t, 1, None)?;
                 let (func, out) = match name {
-                    "rowsum" => (Builtin::RowSum, sum_dtype(d)),
+                    "rowsum" => (Builtin::RowSum, d.sum_result()),
                     "rowmax" => (Builtin::RowMax, d),
                     _ => (Builtin::RowMin, d),
                 };
@@ -452,7 +443,7 @@ impl KernelChecker {
                 )?;
                 let t = self.expr(&args[0])?;
                 let d = self.tile_arg(name, &t, 1, None)?;
-                let out = sum_dtype(d);
+                let out = d.sum_result();
                 let shape = t.shape().clone();
                 let arg = convert(t, out);
                 Ok(Typed::strong(mk(
@@ -574,10 +565,13 @@ impl KernelChecker {
                 format!("`{name}` needs integers, found {ad} and {bd}"),
             ));
         }
-        if common == DType::Bool {
+        // As for the arithmetic operators, a bool operand is refused even
+        // next to a number (SPEC.md §10: numbers / integers).
+        if ad == DType::Bool || bd == DType::Bool {
+            let need = if ints_only { "integers" } else { "numbers" };
             return Err(Diagnostic::error(
                 span,
-                format!("`{name}` needs numbers, found bool"),
+                format!("`{name}` needs {need}, found {ad} and {bd}"),
             ));
         }
         let args = vec![convert(a, common), convert(b, common)];
@@ -663,17 +657,19 @@ impl KernelChecker {
         }
         let (adt, bdt) = (self.numeric(&a, name)?, self.numeric(&b, name)?);
         let (common, _) = promote(adt, a.weak, bdt, b.weak);
-        if common == DType::Bool {
+        if adt == DType::Bool || bdt == DType::Bool {
+            return Err(Diagnostic::error(
+                span,
+                format!("`{name}` needs numbers, found {adt} and {bdt}"),
+            ));
+        }
+        // The rule is shared with the host tile library (`phobos-dtype`), so
+        // the generated host code always has the type the checker gave.
+        let Some(out) = common.dot_result() else {
             return Err(Diagnostic::error(
                 span,
                 format!("`{name}` needs numbers, found bool"),
             ));
-        }
-        let out = match common {
-            DType::F16 | DType::Bf16 | DType::F32 => DType::F32,
-            DType::F64 => DType::F64,
-            DType::I64 => DType::I64,
-            _ => DType::I32,
         };
         let func = if transposed {
             Builtin::DotT

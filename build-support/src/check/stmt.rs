@@ -424,6 +424,12 @@ impl KernelChecker {
                     "cannot `atomic_add` into a quantized tensor",
                 ));
             };
+            if to == DType::Bool {
+                return Err(Diagnostic::error(
+                    base.span,
+                    format!("cannot `atomic_add` into `{tensor}`: it holds bool, not numbers"),
+                ));
+            }
             let v = self.expr(value)?;
             self.numeric(&v, "`atomic_add`")?;
             let v = convert(v, to);

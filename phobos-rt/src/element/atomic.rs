@@ -107,7 +107,7 @@ impl OneConst for bf16 {
 
 float_element! {
     f16 => AtomicU16, u16, F16, f16::to_f64;
-    bf16 => AtomicU16, u16, BF16, bf16::to_f64;
+    bf16 => AtomicU16, u16, Bf16, bf16::to_f64;
     f32 => AtomicU32, u32, F32, |x: f32| x as f64;
     f64 => AtomicU64, u64, F64, |x: f64| x;
 }

@@ -69,7 +69,8 @@ pub trait Int: Num + Bits {
 
 /// Element types `dot`/`dot_t` accept, with the type they accumulate in:
 /// `f16 bf16 f32 -> f32`, `f64 -> f64`, `i8 u8 i16 u16 i32 -> i32`,
-/// `u32 -> u32`, `i64 -> i64`.
+/// `u32 -> u32`, `i64 -> i64`: `DType::dot_result`, asserted per impl at
+/// compile time.
 pub trait DotElement: Num {
     /// The accumulator (and result) type of a contraction.
     type Acc: Num + crate::host::Accumulator;
@@ -253,6 +254,12 @@ impl Bits for bool {
 
 macro_rules! dot_widened {
     ($($t:ty => $acc:ty, $widen:expr);* $(;)?) => {$(
+        // The accumulator must be the type the compiler's checker gives
+        // `dot` (one shared rule), or generated host code would not compile.
+        const _: () = assert!(matches!(
+            <$t as Element>::DTYPE.dot_result(),
+            Some(d) if d.same(<$acc as Element>::DTYPE)
+        ));
         impl DotElement for $t {
             type Acc = $acc;
             #[inline(always)]
@@ -264,6 +271,10 @@ macro_rules! dot_widened {
 
 macro_rules! dot_self {
     ($($t:ty),*) => {$(
+        const _: () = assert!(matches!(
+            <$t as Element>::DTYPE.dot_result(),
+            Some(d) if d.same(<$t as Element>::DTYPE)
+        ));
         impl DotElement for $t {
             type Acc = $t;
             #[inline(always)]

@@ -55,6 +55,22 @@ binary! {
     maximum: Element => T, Element::maximum;
 }
 
+/// `cdiv(a, b)` on integers: the quotient rounded up (`(a + b - 1) / b`
+/// for positive operands, in general toward +inf); `cdiv(x, 0) == 0`.
+pub fn cdiv_scalar<T: Int>(a: T, b: T) -> T {
+    let q = Num::div(a, b);
+    if Num::rem(a, b) != T::ZERO && ((a < T::ZERO) == (b < T::ZERO)) {
+        Num::add(q, T::ONE)
+    } else {
+        q
+    }
+}
+
+/// Elementwise [`cdiv_scalar`].
+pub fn cdiv<T: Int>(a: &Tile<T>, b: &Tile<T>) -> Result<Tile<T>> {
+    zip_with("cdiv", a, b, cdiv_scalar)
+}
+
 /// `a && b` on bool tiles.
 pub fn and(a: &Tile<bool>, b: &Tile<bool>) -> Result<Tile<bool>> {
     zip_with("and", a, b, |x, y| x && y)

@@ -37,6 +37,19 @@ fn arithmetic_with_scalar_and_row_broadcast() {
 }
 
 #[test]
+fn cdiv_rounds_up_toward_infinity_and_zero_divisor_gives_zero() {
+    let a = t(&[6], vec![7, -7, 7, -7, 8, 5]);
+    let b = t(&[6], vec![2, 2, -2, -2, 4, 0]);
+    // ceil(3.5), ceil(-3.5), ceil(-3.5), ceil(3.5), exact, x / 0.
+    assert_eq!(cdiv(&a, &b).unwrap().as_slice(), &[4, -3, -3, 4, 2, 0]);
+    let u = t(&[3], vec![7u8, 255, 0]);
+    assert_eq!(
+        cdiv(&u, &Tile::scalar(2u8)).unwrap().as_slice(),
+        &[4, 128, 0]
+    );
+}
+
+#[test]
 fn comparisons_and_logic() {
     let a = t(&[4], vec![1, 2, 3, 4]);
     let b = Tile::scalar(2);

@@ -60,9 +60,10 @@ mod view;
 pub use broadcast::{broadcast_shapes, broadcast_to};
 pub use dot::{Accumulator, dot, dot_acc, dot_t, dot_t_acc};
 pub use elementwise::{
-    abs, add, add_assign, and, bitand, bitnot, bitor, bitxor, cast, div, div_assign, eq, exp,
-    floor, ge, gelu, gt, le, log, lt, max_assign, maximum, minimum, mul, mul_assign, ne, neg, not,
-    or, rem, round, rsqrt, select, shl, shr, sigmoid, silu, sqrt, sub, sub_assign, tanh,
+    abs, add, add_assign, and, bitand, bitnot, bitor, bitxor, cast, cdiv, cdiv_scalar, div,
+    div_assign, eq, exp, floor, ge, gelu, gt, le, log, lt, max_assign, maximum, minimum, mul,
+    mul_assign, ne, neg, not, or, rem, round, rsqrt, select, shl, shr, sigmoid, silu, sqrt, sub,
+    sub_assign, tanh,
 };
 pub use grid::{run_grid, try_run_grid};
 pub use layout::{arange, cumsum, full, reshape, transpose, tril, zeros};

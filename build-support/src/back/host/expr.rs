@@ -156,15 +156,7 @@ impl Generator<'_> {
             }
             Builtin::Cdiv => {
                 let (a, b) = (arg(0)?, arg(1)?);
-                quote!({
-                    let (__a, __b) = (#a, #b);
-                    let __q = #p::Num::div(__a, __b);
-                    if #p::Num::rem(__a, __b) != 0 && ((__a < 0) == (__b < 0)) {
-                        #p::Num::add(__q, 1)
-                    } else {
-                        __q
-                    }
-                })
+                quote!(#p::host::cdiv_scalar(#a, #b))
             }
             Builtin::Exp => float_unary(quote!(exp), arg(0)?),
             Builtin::Log => float_unary(quote!(log), arg(0)?),
@@ -429,7 +421,11 @@ impl Generator<'_> {
                 let shape = self.shape(&e.shape.0);
                 quote!(#h::full(&[#(#shape),*], #value)?)
             }
-            Builtin::ProgramId | Builtin::NumPrograms | Builtin::Cdiv => {
+            Builtin::Cdiv => {
+                let (a, b) = (arg_ref(0)?, arg_ref(1)?);
+                quote!(#h::cdiv(#a, #b)?)
+            }
+            Builtin::ProgramId | Builtin::NumPrograms => {
                 return Err(GenError::new(
                     e.span,
                     format!("`{}` produces a scalar, not a tile", func.name()),

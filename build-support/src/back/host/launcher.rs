@@ -344,7 +344,16 @@ fn host_function(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStre
         grid.push(match kernel.grid.get(axis) {
             Some(e) => {
                 let value = generator.expr(e)?;
-                quote!(usize::try_from(#value).unwrap_or(0))
+                // Grid expressions are i32 (the checker types them so); a
+                // negative extent is the caller's error, never zero programs.
+                quote!({
+                    let __extent: i32 = #value;
+                    usize::try_from(__extent).map_err(|_| #p::Error::GridExtent {
+                        kernel: ::std::string::String::from(#kernel_name),
+                        axis: #axis,
+                        value: i64::from(__extent),
+                    })?
+                })
             }
             None => quote!(1usize),
         });

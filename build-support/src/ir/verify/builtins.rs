@@ -85,14 +85,8 @@ impl Verifier<'_> {
                 let ok = if quant {
                     out == Elem::Scalar(DType::F32)
                 } else {
-                    let d = a.dtype();
-                    let acc = match d {
-                        DType::F16 | DType::Bf16 | DType::F32 => DType::F32,
-                        DType::F64 => DType::F64,
-                        DType::I64 => DType::I64,
-                        _ => DType::I32,
-                    };
-                    a.elem == b.elem && d != DType::Bool && out == Elem::Scalar(acc)
+                    let acc = a.dtype().dot_result();
+                    a.elem == b.elem && acc.is_some_and(|acc| out == Elem::Scalar(acc))
                 };
                 if !ok {
                     return bad("operand/accumulator dtypes do not follow the rules");
