@@ -10,10 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-/// Float `%` on the PTX back end. PENDING(edges): set to true once the MLIR
-/// emitter implements fmod (build-support's dtype table says when).
-const FLOAT_REM_ON_PTX: bool = false;
-
 fn target_dir(root: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -36,9 +32,6 @@ fn a_crate_outside_the_workspace_builds_with_default_features_and_runs() {
         // The outer build's flags are not the user's.
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS");
-    if FLOAT_REM_ON_PTX {
-        cmd.args(["--features", "float-rem"]);
-    }
     let start = Instant::now();
     let out = cmd.output().expect("run cargo");
     eprintln!("outside crate: built and ran in {:.1?}", start.elapsed());

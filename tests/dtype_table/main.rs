@@ -19,9 +19,6 @@ mod mul;
 mod div;
 #[rustfmt::skip]
 mod rem;
-#[cfg(not(feature = "ptx"))]
-#[rustfmt::skip]
-mod rem_ptx_pending;
 #[rustfmt::skip]
 mod shl;
 #[rustfmt::skip]
@@ -60,9 +57,8 @@ mod program_id;
 mod num_programs;
 #[rustfmt::skip]
 mod arange;
-#[cfg(not(feature = "ptx"))]
 #[rustfmt::skip]
-mod cdiv_ptx_pending;
+mod cdiv;
 #[rustfmt::skip]
 mod load;
 #[rustfmt::skip]

@@ -17,6 +17,10 @@ phobos::kernel! {
         x_i32: tensor<i32>[4],
         x_u32: tensor<u32>[4],
         x_i64: tensor<i64>[4],
+        x_f16: tensor<f16>[4],
+        x_bf16: tensor<bf16>[4],
+        x_f32: tensor<f32>[4],
+        x_f64: tensor<f64>[4],
         y_i8: tensor<i8>[4],
         y_u8: tensor<u8>[4],
         y_i16: tensor<i16>[4],
@@ -24,6 +28,10 @@ phobos::kernel! {
         y_i32: tensor<i32>[4],
         y_u32: tensor<u32>[4],
         y_i64: tensor<i64>[4],
+        y_f16: tensor<f16>[4],
+        y_bf16: tensor<bf16>[4],
+        y_f32: tensor<f32>[4],
+        y_f64: tensor<f64>[4],
         o_i8: tensor<i8>[1, 4, 8],
         o_u8: tensor<u8>[3, 4, 8],
         o_i16: tensor<i16>[5, 4, 8],
@@ -31,6 +39,10 @@ phobos::kernel! {
         o_i32: tensor<i32>[9, 4, 8],
         o_u32: tensor<u32>[11, 4, 8],
         o_i64: tensor<i64>[13, 4, 8],
+        o_f16: tensor<f16>[15, 4, 8],
+        o_bf16: tensor<bf16>[15, 4, 8],
+        o_f32: tensor<f32>[21, 4, 8],
+        o_f64: tensor<f64>[21, 4, 8],
     ) {
         o_i8[0, 0, 0 :+ 4] = x_i8[0 :+ 4] % y_i8[0 :+ 4]
         o_i8[0, 1, 0] = x_i8[1] % y_i8[1]
@@ -46,6 +58,14 @@ phobos::kernel! {
         o_u32[0, 1, 0] = x_i8[1] % y_u32[1]
         o_i64[0, 0, 0 :+ 4] = x_i8[0 :+ 4] % y_i64[0 :+ 4]
         o_i64[0, 1, 0] = x_i8[1] % y_i64[1]
+        o_f16[0, 0, 0 :+ 4] = x_i8[0 :+ 4] % y_f16[0 :+ 4]
+        o_f16[0, 1, 0] = x_i8[1] % y_f16[1]
+        o_bf16[0, 0, 0 :+ 4] = x_i8[0 :+ 4] % y_bf16[0 :+ 4]
+        o_bf16[0, 1, 0] = x_i8[1] % y_bf16[1]
+        o_f32[0, 0, 0 :+ 4] = x_i8[0 :+ 4] % y_f32[0 :+ 4]
+        o_f32[0, 1, 0] = x_i8[1] % y_f32[1]
+        o_f64[0, 0, 0 :+ 4] = x_i8[0 :+ 4] % y_f64[0 :+ 4]
+        o_f64[0, 1, 0] = x_i8[1] % y_f64[1]
         o_u8[1, 0, 0 :+ 4] = x_u8[0 :+ 4] % y_i8[0 :+ 4]
         o_u8[1, 1, 0] = x_u8[1] % y_i8[1]
         o_u8[2, 0, 0 :+ 4] = x_u8[0 :+ 4] % y_u8[0 :+ 4]
@@ -60,6 +80,14 @@ phobos::kernel! {
         o_u32[1, 1, 0] = x_u8[1] % y_u32[1]
         o_i64[1, 0, 0 :+ 4] = x_u8[0 :+ 4] % y_i64[0 :+ 4]
         o_i64[1, 1, 0] = x_u8[1] % y_i64[1]
+        o_f16[1, 0, 0 :+ 4] = x_u8[0 :+ 4] % y_f16[0 :+ 4]
+        o_f16[1, 1, 0] = x_u8[1] % y_f16[1]
+        o_bf16[1, 0, 0 :+ 4] = x_u8[0 :+ 4] % y_bf16[0 :+ 4]
+        o_bf16[1, 1, 0] = x_u8[1] % y_bf16[1]
+        o_f32[1, 0, 0 :+ 4] = x_u8[0 :+ 4] % y_f32[0 :+ 4]
+        o_f32[1, 1, 0] = x_u8[1] % y_f32[1]
+        o_f64[1, 0, 0 :+ 4] = x_u8[0 :+ 4] % y_f64[0 :+ 4]
+        o_f64[1, 1, 0] = x_u8[1] % y_f64[1]
         o_i16[2, 0, 0 :+ 4] = x_i16[0 :+ 4] % y_i8[0 :+ 4]
         o_i16[2, 1, 0] = x_i16[1] % y_i8[1]
         o_i16[3, 0, 0 :+ 4] = x_i16[0 :+ 4] % y_u8[0 :+ 4]
@@ -74,6 +102,14 @@ phobos::kernel! {
         o_u32[2, 1, 0] = x_i16[1] % y_u32[1]
         o_i64[2, 0, 0 :+ 4] = x_i16[0 :+ 4] % y_i64[0 :+ 4]
         o_i64[2, 1, 0] = x_i16[1] % y_i64[1]
+        o_f16[2, 0, 0 :+ 4] = x_i16[0 :+ 4] % y_f16[0 :+ 4]
+        o_f16[2, 1, 0] = x_i16[1] % y_f16[1]
+        o_bf16[2, 0, 0 :+ 4] = x_i16[0 :+ 4] % y_bf16[0 :+ 4]
+        o_bf16[2, 1, 0] = x_i16[1] % y_bf16[1]
+        o_f32[2, 0, 0 :+ 4] = x_i16[0 :+ 4] % y_f32[0 :+ 4]
+        o_f32[2, 1, 0] = x_i16[1] % y_f32[1]
+        o_f64[2, 0, 0 :+ 4] = x_i16[0 :+ 4] % y_f64[0 :+ 4]
+        o_f64[2, 1, 0] = x_i16[1] % y_f64[1]
         o_u16[3, 0, 0 :+ 4] = x_u16[0 :+ 4] % y_i8[0 :+ 4]
         o_u16[3, 1, 0] = x_u16[1] % y_i8[1]
         o_u16[4, 0, 0 :+ 4] = x_u16[0 :+ 4] % y_u8[0 :+ 4]
@@ -88,6 +124,14 @@ phobos::kernel! {
         o_u32[3, 1, 0] = x_u16[1] % y_u32[1]
         o_i64[3, 0, 0 :+ 4] = x_u16[0 :+ 4] % y_i64[0 :+ 4]
         o_i64[3, 1, 0] = x_u16[1] % y_i64[1]
+        o_f16[3, 0, 0 :+ 4] = x_u16[0 :+ 4] % y_f16[0 :+ 4]
+        o_f16[3, 1, 0] = x_u16[1] % y_f16[1]
+        o_bf16[3, 0, 0 :+ 4] = x_u16[0 :+ 4] % y_bf16[0 :+ 4]
+        o_bf16[3, 1, 0] = x_u16[1] % y_bf16[1]
+        o_f32[3, 0, 0 :+ 4] = x_u16[0 :+ 4] % y_f32[0 :+ 4]
+        o_f32[3, 1, 0] = x_u16[1] % y_f32[1]
+        o_f64[3, 0, 0 :+ 4] = x_u16[0 :+ 4] % y_f64[0 :+ 4]
+        o_f64[3, 1, 0] = x_u16[1] % y_f64[1]
         o_i32[4, 0, 0 :+ 4] = x_i32[0 :+ 4] % y_i8[0 :+ 4]
         o_i32[4, 1, 0] = x_i32[1] % y_i8[1]
         o_i32[5, 0, 0 :+ 4] = x_i32[0 :+ 4] % y_u8[0 :+ 4]
@@ -102,6 +146,14 @@ phobos::kernel! {
         o_u32[4, 1, 0] = x_i32[1] % y_u32[1]
         o_i64[4, 0, 0 :+ 4] = x_i32[0 :+ 4] % y_i64[0 :+ 4]
         o_i64[4, 1, 0] = x_i32[1] % y_i64[1]
+        o_f16[4, 0, 0 :+ 4] = x_i32[0 :+ 4] % y_f16[0 :+ 4]
+        o_f16[4, 1, 0] = x_i32[1] % y_f16[1]
+        o_bf16[4, 0, 0 :+ 4] = x_i32[0 :+ 4] % y_bf16[0 :+ 4]
+        o_bf16[4, 1, 0] = x_i32[1] % y_bf16[1]
+        o_f32[4, 0, 0 :+ 4] = x_i32[0 :+ 4] % y_f32[0 :+ 4]
+        o_f32[4, 1, 0] = x_i32[1] % y_f32[1]
+        o_f64[4, 0, 0 :+ 4] = x_i32[0 :+ 4] % y_f64[0 :+ 4]
+        o_f64[4, 1, 0] = x_i32[1] % y_f64[1]
         o_u32[5, 0, 0 :+ 4] = x_u32[0 :+ 4] % y_i8[0 :+ 4]
         o_u32[5, 1, 0] = x_u32[1] % y_i8[1]
         o_u32[6, 0, 0 :+ 4] = x_u32[0 :+ 4] % y_u8[0 :+ 4]
@@ -116,6 +168,14 @@ phobos::kernel! {
         o_u32[10, 1, 0] = x_u32[1] % y_u32[1]
         o_i64[5, 0, 0 :+ 4] = x_u32[0 :+ 4] % y_i64[0 :+ 4]
         o_i64[5, 1, 0] = x_u32[1] % y_i64[1]
+        o_f16[5, 0, 0 :+ 4] = x_u32[0 :+ 4] % y_f16[0 :+ 4]
+        o_f16[5, 1, 0] = x_u32[1] % y_f16[1]
+        o_bf16[5, 0, 0 :+ 4] = x_u32[0 :+ 4] % y_bf16[0 :+ 4]
+        o_bf16[5, 1, 0] = x_u32[1] % y_bf16[1]
+        o_f32[5, 0, 0 :+ 4] = x_u32[0 :+ 4] % y_f32[0 :+ 4]
+        o_f32[5, 1, 0] = x_u32[1] % y_f32[1]
+        o_f64[5, 0, 0 :+ 4] = x_u32[0 :+ 4] % y_f64[0 :+ 4]
+        o_f64[5, 1, 0] = x_u32[1] % y_f64[1]
         o_i64[6, 0, 0 :+ 4] = x_i64[0 :+ 4] % y_i8[0 :+ 4]
         o_i64[6, 1, 0] = x_i64[1] % y_i8[1]
         o_i64[7, 0, 0 :+ 4] = x_i64[0 :+ 4] % y_u8[0 :+ 4]
@@ -130,6 +190,102 @@ phobos::kernel! {
         o_i64[11, 1, 0] = x_i64[1] % y_u32[1]
         o_i64[12, 0, 0 :+ 4] = x_i64[0 :+ 4] % y_i64[0 :+ 4]
         o_i64[12, 1, 0] = x_i64[1] % y_i64[1]
+        o_f16[6, 0, 0 :+ 4] = x_i64[0 :+ 4] % y_f16[0 :+ 4]
+        o_f16[6, 1, 0] = x_i64[1] % y_f16[1]
+        o_bf16[6, 0, 0 :+ 4] = x_i64[0 :+ 4] % y_bf16[0 :+ 4]
+        o_bf16[6, 1, 0] = x_i64[1] % y_bf16[1]
+        o_f32[6, 0, 0 :+ 4] = x_i64[0 :+ 4] % y_f32[0 :+ 4]
+        o_f32[6, 1, 0] = x_i64[1] % y_f32[1]
+        o_f64[6, 0, 0 :+ 4] = x_i64[0 :+ 4] % y_f64[0 :+ 4]
+        o_f64[6, 1, 0] = x_i64[1] % y_f64[1]
+        o_f16[7, 0, 0 :+ 4] = x_f16[0 :+ 4] % y_i8[0 :+ 4]
+        o_f16[7, 1, 0] = x_f16[1] % y_i8[1]
+        o_f16[8, 0, 0 :+ 4] = x_f16[0 :+ 4] % y_u8[0 :+ 4]
+        o_f16[8, 1, 0] = x_f16[1] % y_u8[1]
+        o_f16[9, 0, 0 :+ 4] = x_f16[0 :+ 4] % y_i16[0 :+ 4]
+        o_f16[9, 1, 0] = x_f16[1] % y_i16[1]
+        o_f16[10, 0, 0 :+ 4] = x_f16[0 :+ 4] % y_u16[0 :+ 4]
+        o_f16[10, 1, 0] = x_f16[1] % y_u16[1]
+        o_f16[11, 0, 0 :+ 4] = x_f16[0 :+ 4] % y_i32[0 :+ 4]
+        o_f16[11, 1, 0] = x_f16[1] % y_i32[1]
+        o_f16[12, 0, 0 :+ 4] = x_f16[0 :+ 4] % y_u32[0 :+ 4]
+        o_f16[12, 1, 0] = x_f16[1] % y_u32[1]
+        o_f16[13, 0, 0 :+ 4] = x_f16[0 :+ 4] % y_i64[0 :+ 4]
+        o_f16[13, 1, 0] = x_f16[1] % y_i64[1]
+        o_f16[14, 0, 0 :+ 4] = x_f16[0 :+ 4] % y_f16[0 :+ 4]
+        o_f16[14, 1, 0] = x_f16[1] % y_f16[1]
+        o_f32[7, 0, 0 :+ 4] = x_f16[0 :+ 4] % y_bf16[0 :+ 4]
+        o_f32[7, 1, 0] = x_f16[1] % y_bf16[1]
+        o_f32[8, 0, 0 :+ 4] = x_f16[0 :+ 4] % y_f32[0 :+ 4]
+        o_f32[8, 1, 0] = x_f16[1] % y_f32[1]
+        o_f64[7, 0, 0 :+ 4] = x_f16[0 :+ 4] % y_f64[0 :+ 4]
+        o_f64[7, 1, 0] = x_f16[1] % y_f64[1]
+        o_bf16[7, 0, 0 :+ 4] = x_bf16[0 :+ 4] % y_i8[0 :+ 4]
+        o_bf16[7, 1, 0] = x_bf16[1] % y_i8[1]
+        o_bf16[8, 0, 0 :+ 4] = x_bf16[0 :+ 4] % y_u8[0 :+ 4]
+        o_bf16[8, 1, 0] = x_bf16[1] % y_u8[1]
+        o_bf16[9, 0, 0 :+ 4] = x_bf16[0 :+ 4] % y_i16[0 :+ 4]
+        o_bf16[9, 1, 0] = x_bf16[1] % y_i16[1]
+        o_bf16[10, 0, 0 :+ 4] = x_bf16[0 :+ 4] % y_u16[0 :+ 4]
+        o_bf16[10, 1, 0] = x_bf16[1] % y_u16[1]
+        o_bf16[11, 0, 0 :+ 4] = x_bf16[0 :+ 4] % y_i32[0 :+ 4]
+        o_bf16[11, 1, 0] = x_bf16[1] % y_i32[1]
+        o_bf16[12, 0, 0 :+ 4] = x_bf16[0 :+ 4] % y_u32[0 :+ 4]
+        o_bf16[12, 1, 0] = x_bf16[1] % y_u32[1]
+        o_bf16[13, 0, 0 :+ 4] = x_bf16[0 :+ 4] % y_i64[0 :+ 4]
+        o_bf16[13, 1, 0] = x_bf16[1] % y_i64[1]
+        o_f32[9, 0, 0 :+ 4] = x_bf16[0 :+ 4] % y_f16[0 :+ 4]
+        o_f32[9, 1, 0] = x_bf16[1] % y_f16[1]
+        o_bf16[14, 0, 0 :+ 4] = x_bf16[0 :+ 4] % y_bf16[0 :+ 4]
+        o_bf16[14, 1, 0] = x_bf16[1] % y_bf16[1]
+        o_f32[10, 0, 0 :+ 4] = x_bf16[0 :+ 4] % y_f32[0 :+ 4]
+        o_f32[10, 1, 0] = x_bf16[1] % y_f32[1]
+        o_f64[8, 0, 0 :+ 4] = x_bf16[0 :+ 4] % y_f64[0 :+ 4]
+        o_f64[8, 1, 0] = x_bf16[1] % y_f64[1]
+        o_f32[11, 0, 0 :+ 4] = x_f32[0 :+ 4] % y_i8[0 :+ 4]
+        o_f32[11, 1, 0] = x_f32[1] % y_i8[1]
+        o_f32[12, 0, 0 :+ 4] = x_f32[0 :+ 4] % y_u8[0 :+ 4]
+        o_f32[12, 1, 0] = x_f32[1] % y_u8[1]
+        o_f32[13, 0, 0 :+ 4] = x_f32[0 :+ 4] % y_i16[0 :+ 4]
+        o_f32[13, 1, 0] = x_f32[1] % y_i16[1]
+        o_f32[14, 0, 0 :+ 4] = x_f32[0 :+ 4] % y_u16[0 :+ 4]
+        o_f32[14, 1, 0] = x_f32[1] % y_u16[1]
+        o_f32[15, 0, 0 :+ 4] = x_f32[0 :+ 4] % y_i32[0 :+ 4]
+        o_f32[15, 1, 0] = x_f32[1] % y_i32[1]
+        o_f32[16, 0, 0 :+ 4] = x_f32[0 :+ 4] % y_u32[0 :+ 4]
+        o_f32[16, 1, 0] = x_f32[1] % y_u32[1]
+        o_f32[17, 0, 0 :+ 4] = x_f32[0 :+ 4] % y_i64[0 :+ 4]
+        o_f32[17, 1, 0] = x_f32[1] % y_i64[1]
+        o_f32[18, 0, 0 :+ 4] = x_f32[0 :+ 4] % y_f16[0 :+ 4]
+        o_f32[18, 1, 0] = x_f32[1] % y_f16[1]
+        o_f32[19, 0, 0 :+ 4] = x_f32[0 :+ 4] % y_bf16[0 :+ 4]
+        o_f32[19, 1, 0] = x_f32[1] % y_bf16[1]
+        o_f32[20, 0, 0 :+ 4] = x_f32[0 :+ 4] % y_f32[0 :+ 4]
+        o_f32[20, 1, 0] = x_f32[1] % y_f32[1]
+        o_f64[9, 0, 0 :+ 4] = x_f32[0 :+ 4] % y_f64[0 :+ 4]
+        o_f64[9, 1, 0] = x_f32[1] % y_f64[1]
+        o_f64[10, 0, 0 :+ 4] = x_f64[0 :+ 4] % y_i8[0 :+ 4]
+        o_f64[10, 1, 0] = x_f64[1] % y_i8[1]
+        o_f64[11, 0, 0 :+ 4] = x_f64[0 :+ 4] % y_u8[0 :+ 4]
+        o_f64[11, 1, 0] = x_f64[1] % y_u8[1]
+        o_f64[12, 0, 0 :+ 4] = x_f64[0 :+ 4] % y_i16[0 :+ 4]
+        o_f64[12, 1, 0] = x_f64[1] % y_i16[1]
+        o_f64[13, 0, 0 :+ 4] = x_f64[0 :+ 4] % y_u16[0 :+ 4]
+        o_f64[13, 1, 0] = x_f64[1] % y_u16[1]
+        o_f64[14, 0, 0 :+ 4] = x_f64[0 :+ 4] % y_i32[0 :+ 4]
+        o_f64[14, 1, 0] = x_f64[1] % y_i32[1]
+        o_f64[15, 0, 0 :+ 4] = x_f64[0 :+ 4] % y_u32[0 :+ 4]
+        o_f64[15, 1, 0] = x_f64[1] % y_u32[1]
+        o_f64[16, 0, 0 :+ 4] = x_f64[0 :+ 4] % y_i64[0 :+ 4]
+        o_f64[16, 1, 0] = x_f64[1] % y_i64[1]
+        o_f64[17, 0, 0 :+ 4] = x_f64[0 :+ 4] % y_f16[0 :+ 4]
+        o_f64[17, 1, 0] = x_f64[1] % y_f16[1]
+        o_f64[18, 0, 0 :+ 4] = x_f64[0 :+ 4] % y_bf16[0 :+ 4]
+        o_f64[18, 1, 0] = x_f64[1] % y_bf16[1]
+        o_f64[19, 0, 0 :+ 4] = x_f64[0 :+ 4] % y_f32[0 :+ 4]
+        o_f64[19, 1, 0] = x_f64[1] % y_f32[1]
+        o_f64[20, 0, 0 :+ 4] = x_f64[0 :+ 4] % y_f64[0 :+ 4]
+        o_f64[20, 1, 0] = x_f64[1] % y_f64[1]
     }
 }
 
@@ -143,6 +299,10 @@ fn host_matches_plain_rust() {
     let x_i32 = x::<i32>(&d);
     let x_u32 = x::<u32>(&d);
     let x_i64 = x::<i64>(&d);
+    let x_f16 = x::<f16>(&d);
+    let x_bf16 = x::<bf16>(&d);
+    let x_f32 = x::<f32>(&d);
+    let x_f64 = x::<f64>(&d);
     let y_i8 = y::<i8>(&d);
     let y_u8 = y::<u8>(&d);
     let y_i16 = y::<i16>(&d);
@@ -150,6 +310,10 @@ fn host_matches_plain_rust() {
     let y_i32 = y::<i32>(&d);
     let y_u32 = y::<u32>(&d);
     let y_i64 = y::<i64>(&d);
+    let y_f16 = y::<f16>(&d);
+    let y_bf16 = y::<bf16>(&d);
+    let y_f32 = y::<f32>(&d);
+    let y_f64 = y::<f64>(&d);
     let mut o_i8 = out::<i8>(&d, 1);
     let mut w_i8 = Want::<i8>::new(1);
     let mut o_u8 = out::<u8>(&d, 3);
@@ -164,7 +328,15 @@ fn host_matches_plain_rust() {
     let mut w_u32 = Want::<u32>::new(11);
     let mut o_i64 = out::<i64>(&d, 13);
     let mut w_i64 = Want::<i64>::new(13);
-    rem::launch(&d, &x_i8, &x_u8, &x_i16, &x_u16, &x_i32, &x_u32, &x_i64, &y_i8, &y_u8, &y_i16, &y_u16, &y_i32, &y_u32, &y_i64, &mut o_i8, &mut o_u8, &mut o_i16, &mut o_u16, &mut o_i32, &mut o_u32, &mut o_i64).expect("launch");
+    let mut o_f16 = out::<f16>(&d, 15);
+    let mut w_f16 = Want::<f16>::new(15);
+    let mut o_bf16 = out::<bf16>(&d, 15);
+    let mut w_bf16 = Want::<bf16>::new(15);
+    let mut o_f32 = out::<f32>(&d, 21);
+    let mut w_f32 = Want::<f32>::new(21);
+    let mut o_f64 = out::<f64>(&d, 21);
+    let mut w_f64 = Want::<f64>::new(21);
+    rem::launch(&d, &x_i8, &x_u8, &x_i16, &x_u16, &x_i32, &x_u32, &x_i64, &x_f16, &x_bf16, &x_f32, &x_f64, &y_i8, &y_u8, &y_i16, &y_u16, &y_i32, &y_u32, &y_i64, &y_f16, &y_bf16, &y_f32, &y_f64, &mut o_i8, &mut o_u8, &mut o_i16, &mut o_u16, &mut o_i32, &mut o_u32, &mut o_i64, &mut o_f16, &mut o_bf16, &mut o_f32, &mut o_f64).expect("launch");
     w_i8.elementwise("x_i8[0 :+ 4] % y_i8[0 :+ 4]", 0.0, 0, |i| Num::rem(conv::<i8, i8>(i8::x()[i]), conv::<i8, i8>(i8::y()[i])));
     w_u8.elementwise("x_i8[0 :+ 4] % y_u8[0 :+ 4]", 0.0, 0, |i| Num::rem(conv::<i8, u8>(i8::x()[i]), conv::<u8, u8>(u8::y()[i])));
     w_i16.elementwise("x_i8[0 :+ 4] % y_i16[0 :+ 4]", 0.0, 0, |i| Num::rem(conv::<i8, i16>(i8::x()[i]), conv::<i16, i16>(i16::y()[i])));
@@ -172,6 +344,10 @@ fn host_matches_plain_rust() {
     w_i32.elementwise("x_i8[0 :+ 4] % y_i32[0 :+ 4]", 0.0, 0, |i| Num::rem(conv::<i8, i32>(i8::x()[i]), conv::<i32, i32>(i32::y()[i])));
     w_u32.elementwise("x_i8[0 :+ 4] % y_u32[0 :+ 4]", 0.0, 0, |i| Num::rem(conv::<i8, u32>(i8::x()[i]), conv::<u32, u32>(u32::y()[i])));
     w_i64.elementwise("x_i8[0 :+ 4] % y_i64[0 :+ 4]", 0.0, 0, |i| Num::rem(conv::<i8, i64>(i8::x()[i]), conv::<i64, i64>(i64::y()[i])));
+    w_f16.elementwise("x_i8[0 :+ 4] % y_f16[0 :+ 4]", 0.0, 0, |i| Num::rem(conv::<i8, f16>(i8::x()[i]), conv::<f16, f16>(f16::y()[i])));
+    w_bf16.elementwise("x_i8[0 :+ 4] % y_bf16[0 :+ 4]", 0.0, 0, |i| Num::rem(conv::<i8, bf16>(i8::x()[i]), conv::<bf16, bf16>(bf16::y()[i])));
+    w_f32.elementwise("x_i8[0 :+ 4] % y_f32[0 :+ 4]", 0.0, 0, |i| Num::rem(conv::<i8, f32>(i8::x()[i]), conv::<f32, f32>(f32::y()[i])));
+    w_f64.elementwise("x_i8[0 :+ 4] % y_f64[0 :+ 4]", 0.0, 0, |i| Num::rem(conv::<i8, f64>(i8::x()[i]), conv::<f64, f64>(f64::y()[i])));
     w_u8.elementwise("x_u8[0 :+ 4] % y_i8[0 :+ 4]", 0.0, 1, |i| Num::rem(conv::<u8, u8>(u8::x()[i]), conv::<i8, u8>(i8::y()[i])));
     w_u8.elementwise("x_u8[0 :+ 4] % y_u8[0 :+ 4]", 0.0, 2, |i| Num::rem(conv::<u8, u8>(u8::x()[i]), conv::<u8, u8>(u8::y()[i])));
     w_i16.elementwise("x_u8[0 :+ 4] % y_i16[0 :+ 4]", 0.0, 1, |i| Num::rem(conv::<u8, i16>(u8::x()[i]), conv::<i16, i16>(i16::y()[i])));
@@ -179,6 +355,10 @@ fn host_matches_plain_rust() {
     w_i32.elementwise("x_u8[0 :+ 4] % y_i32[0 :+ 4]", 0.0, 1, |i| Num::rem(conv::<u8, i32>(u8::x()[i]), conv::<i32, i32>(i32::y()[i])));
     w_u32.elementwise("x_u8[0 :+ 4] % y_u32[0 :+ 4]", 0.0, 1, |i| Num::rem(conv::<u8, u32>(u8::x()[i]), conv::<u32, u32>(u32::y()[i])));
     w_i64.elementwise("x_u8[0 :+ 4] % y_i64[0 :+ 4]", 0.0, 1, |i| Num::rem(conv::<u8, i64>(u8::x()[i]), conv::<i64, i64>(i64::y()[i])));
+    w_f16.elementwise("x_u8[0 :+ 4] % y_f16[0 :+ 4]", 0.0, 1, |i| Num::rem(conv::<u8, f16>(u8::x()[i]), conv::<f16, f16>(f16::y()[i])));
+    w_bf16.elementwise("x_u8[0 :+ 4] % y_bf16[0 :+ 4]", 0.0, 1, |i| Num::rem(conv::<u8, bf16>(u8::x()[i]), conv::<bf16, bf16>(bf16::y()[i])));
+    w_f32.elementwise("x_u8[0 :+ 4] % y_f32[0 :+ 4]", 0.0, 1, |i| Num::rem(conv::<u8, f32>(u8::x()[i]), conv::<f32, f32>(f32::y()[i])));
+    w_f64.elementwise("x_u8[0 :+ 4] % y_f64[0 :+ 4]", 0.0, 1, |i| Num::rem(conv::<u8, f64>(u8::x()[i]), conv::<f64, f64>(f64::y()[i])));
     w_i16.elementwise("x_i16[0 :+ 4] % y_i8[0 :+ 4]", 0.0, 2, |i| Num::rem(conv::<i16, i16>(i16::x()[i]), conv::<i8, i16>(i8::y()[i])));
     w_i16.elementwise("x_i16[0 :+ 4] % y_u8[0 :+ 4]", 0.0, 3, |i| Num::rem(conv::<i16, i16>(i16::x()[i]), conv::<u8, i16>(u8::y()[i])));
     w_i16.elementwise("x_i16[0 :+ 4] % y_i16[0 :+ 4]", 0.0, 4, |i| Num::rem(conv::<i16, i16>(i16::x()[i]), conv::<i16, i16>(i16::y()[i])));
@@ -186,6 +366,10 @@ fn host_matches_plain_rust() {
     w_i32.elementwise("x_i16[0 :+ 4] % y_i32[0 :+ 4]", 0.0, 2, |i| Num::rem(conv::<i16, i32>(i16::x()[i]), conv::<i32, i32>(i32::y()[i])));
     w_u32.elementwise("x_i16[0 :+ 4] % y_u32[0 :+ 4]", 0.0, 2, |i| Num::rem(conv::<i16, u32>(i16::x()[i]), conv::<u32, u32>(u32::y()[i])));
     w_i64.elementwise("x_i16[0 :+ 4] % y_i64[0 :+ 4]", 0.0, 2, |i| Num::rem(conv::<i16, i64>(i16::x()[i]), conv::<i64, i64>(i64::y()[i])));
+    w_f16.elementwise("x_i16[0 :+ 4] % y_f16[0 :+ 4]", 0.0, 2, |i| Num::rem(conv::<i16, f16>(i16::x()[i]), conv::<f16, f16>(f16::y()[i])));
+    w_bf16.elementwise("x_i16[0 :+ 4] % y_bf16[0 :+ 4]", 0.0, 2, |i| Num::rem(conv::<i16, bf16>(i16::x()[i]), conv::<bf16, bf16>(bf16::y()[i])));
+    w_f32.elementwise("x_i16[0 :+ 4] % y_f32[0 :+ 4]", 0.0, 2, |i| Num::rem(conv::<i16, f32>(i16::x()[i]), conv::<f32, f32>(f32::y()[i])));
+    w_f64.elementwise("x_i16[0 :+ 4] % y_f64[0 :+ 4]", 0.0, 2, |i| Num::rem(conv::<i16, f64>(i16::x()[i]), conv::<f64, f64>(f64::y()[i])));
     w_u16.elementwise("x_u16[0 :+ 4] % y_i8[0 :+ 4]", 0.0, 3, |i| Num::rem(conv::<u16, u16>(u16::x()[i]), conv::<i8, u16>(i8::y()[i])));
     w_u16.elementwise("x_u16[0 :+ 4] % y_u8[0 :+ 4]", 0.0, 4, |i| Num::rem(conv::<u16, u16>(u16::x()[i]), conv::<u8, u16>(u8::y()[i])));
     w_u16.elementwise("x_u16[0 :+ 4] % y_i16[0 :+ 4]", 0.0, 5, |i| Num::rem(conv::<u16, u16>(u16::x()[i]), conv::<i16, u16>(i16::y()[i])));
@@ -193,6 +377,10 @@ fn host_matches_plain_rust() {
     w_i32.elementwise("x_u16[0 :+ 4] % y_i32[0 :+ 4]", 0.0, 3, |i| Num::rem(conv::<u16, i32>(u16::x()[i]), conv::<i32, i32>(i32::y()[i])));
     w_u32.elementwise("x_u16[0 :+ 4] % y_u32[0 :+ 4]", 0.0, 3, |i| Num::rem(conv::<u16, u32>(u16::x()[i]), conv::<u32, u32>(u32::y()[i])));
     w_i64.elementwise("x_u16[0 :+ 4] % y_i64[0 :+ 4]", 0.0, 3, |i| Num::rem(conv::<u16, i64>(u16::x()[i]), conv::<i64, i64>(i64::y()[i])));
+    w_f16.elementwise("x_u16[0 :+ 4] % y_f16[0 :+ 4]", 0.0, 3, |i| Num::rem(conv::<u16, f16>(u16::x()[i]), conv::<f16, f16>(f16::y()[i])));
+    w_bf16.elementwise("x_u16[0 :+ 4] % y_bf16[0 :+ 4]", 0.0, 3, |i| Num::rem(conv::<u16, bf16>(u16::x()[i]), conv::<bf16, bf16>(bf16::y()[i])));
+    w_f32.elementwise("x_u16[0 :+ 4] % y_f32[0 :+ 4]", 0.0, 3, |i| Num::rem(conv::<u16, f32>(u16::x()[i]), conv::<f32, f32>(f32::y()[i])));
+    w_f64.elementwise("x_u16[0 :+ 4] % y_f64[0 :+ 4]", 0.0, 3, |i| Num::rem(conv::<u16, f64>(u16::x()[i]), conv::<f64, f64>(f64::y()[i])));
     w_i32.elementwise("x_i32[0 :+ 4] % y_i8[0 :+ 4]", 0.0, 4, |i| Num::rem(conv::<i32, i32>(i32::x()[i]), conv::<i8, i32>(i8::y()[i])));
     w_i32.elementwise("x_i32[0 :+ 4] % y_u8[0 :+ 4]", 0.0, 5, |i| Num::rem(conv::<i32, i32>(i32::x()[i]), conv::<u8, i32>(u8::y()[i])));
     w_i32.elementwise("x_i32[0 :+ 4] % y_i16[0 :+ 4]", 0.0, 6, |i| Num::rem(conv::<i32, i32>(i32::x()[i]), conv::<i16, i32>(i16::y()[i])));
@@ -200,6 +388,10 @@ fn host_matches_plain_rust() {
     w_i32.elementwise("x_i32[0 :+ 4] % y_i32[0 :+ 4]", 0.0, 8, |i| Num::rem(conv::<i32, i32>(i32::x()[i]), conv::<i32, i32>(i32::y()[i])));
     w_u32.elementwise("x_i32[0 :+ 4] % y_u32[0 :+ 4]", 0.0, 4, |i| Num::rem(conv::<i32, u32>(i32::x()[i]), conv::<u32, u32>(u32::y()[i])));
     w_i64.elementwise("x_i32[0 :+ 4] % y_i64[0 :+ 4]", 0.0, 4, |i| Num::rem(conv::<i32, i64>(i32::x()[i]), conv::<i64, i64>(i64::y()[i])));
+    w_f16.elementwise("x_i32[0 :+ 4] % y_f16[0 :+ 4]", 0.0, 4, |i| Num::rem(conv::<i32, f16>(i32::x()[i]), conv::<f16, f16>(f16::y()[i])));
+    w_bf16.elementwise("x_i32[0 :+ 4] % y_bf16[0 :+ 4]", 0.0, 4, |i| Num::rem(conv::<i32, bf16>(i32::x()[i]), conv::<bf16, bf16>(bf16::y()[i])));
+    w_f32.elementwise("x_i32[0 :+ 4] % y_f32[0 :+ 4]", 0.0, 4, |i| Num::rem(conv::<i32, f32>(i32::x()[i]), conv::<f32, f32>(f32::y()[i])));
+    w_f64.elementwise("x_i32[0 :+ 4] % y_f64[0 :+ 4]", 0.0, 4, |i| Num::rem(conv::<i32, f64>(i32::x()[i]), conv::<f64, f64>(f64::y()[i])));
     w_u32.elementwise("x_u32[0 :+ 4] % y_i8[0 :+ 4]", 0.0, 5, |i| Num::rem(conv::<u32, u32>(u32::x()[i]), conv::<i8, u32>(i8::y()[i])));
     w_u32.elementwise("x_u32[0 :+ 4] % y_u8[0 :+ 4]", 0.0, 6, |i| Num::rem(conv::<u32, u32>(u32::x()[i]), conv::<u8, u32>(u8::y()[i])));
     w_u32.elementwise("x_u32[0 :+ 4] % y_i16[0 :+ 4]", 0.0, 7, |i| Num::rem(conv::<u32, u32>(u32::x()[i]), conv::<i16, u32>(i16::y()[i])));
@@ -207,6 +399,10 @@ fn host_matches_plain_rust() {
     w_u32.elementwise("x_u32[0 :+ 4] % y_i32[0 :+ 4]", 0.0, 9, |i| Num::rem(conv::<u32, u32>(u32::x()[i]), conv::<i32, u32>(i32::y()[i])));
     w_u32.elementwise("x_u32[0 :+ 4] % y_u32[0 :+ 4]", 0.0, 10, |i| Num::rem(conv::<u32, u32>(u32::x()[i]), conv::<u32, u32>(u32::y()[i])));
     w_i64.elementwise("x_u32[0 :+ 4] % y_i64[0 :+ 4]", 0.0, 5, |i| Num::rem(conv::<u32, i64>(u32::x()[i]), conv::<i64, i64>(i64::y()[i])));
+    w_f16.elementwise("x_u32[0 :+ 4] % y_f16[0 :+ 4]", 0.0, 5, |i| Num::rem(conv::<u32, f16>(u32::x()[i]), conv::<f16, f16>(f16::y()[i])));
+    w_bf16.elementwise("x_u32[0 :+ 4] % y_bf16[0 :+ 4]", 0.0, 5, |i| Num::rem(conv::<u32, bf16>(u32::x()[i]), conv::<bf16, bf16>(bf16::y()[i])));
+    w_f32.elementwise("x_u32[0 :+ 4] % y_f32[0 :+ 4]", 0.0, 5, |i| Num::rem(conv::<u32, f32>(u32::x()[i]), conv::<f32, f32>(f32::y()[i])));
+    w_f64.elementwise("x_u32[0 :+ 4] % y_f64[0 :+ 4]", 0.0, 5, |i| Num::rem(conv::<u32, f64>(u32::x()[i]), conv::<f64, f64>(f64::y()[i])));
     w_i64.elementwise("x_i64[0 :+ 4] % y_i8[0 :+ 4]", 0.0, 6, |i| Num::rem(conv::<i64, i64>(i64::x()[i]), conv::<i8, i64>(i8::y()[i])));
     w_i64.elementwise("x_i64[0 :+ 4] % y_u8[0 :+ 4]", 0.0, 7, |i| Num::rem(conv::<i64, i64>(i64::x()[i]), conv::<u8, i64>(u8::y()[i])));
     w_i64.elementwise("x_i64[0 :+ 4] % y_i16[0 :+ 4]", 0.0, 8, |i| Num::rem(conv::<i64, i64>(i64::x()[i]), conv::<i16, i64>(i16::y()[i])));
@@ -214,6 +410,54 @@ fn host_matches_plain_rust() {
     w_i64.elementwise("x_i64[0 :+ 4] % y_i32[0 :+ 4]", 0.0, 10, |i| Num::rem(conv::<i64, i64>(i64::x()[i]), conv::<i32, i64>(i32::y()[i])));
     w_i64.elementwise("x_i64[0 :+ 4] % y_u32[0 :+ 4]", 0.0, 11, |i| Num::rem(conv::<i64, i64>(i64::x()[i]), conv::<u32, i64>(u32::y()[i])));
     w_i64.elementwise("x_i64[0 :+ 4] % y_i64[0 :+ 4]", 0.0, 12, |i| Num::rem(conv::<i64, i64>(i64::x()[i]), conv::<i64, i64>(i64::y()[i])));
+    w_f16.elementwise("x_i64[0 :+ 4] % y_f16[0 :+ 4]", 0.0, 6, |i| Num::rem(conv::<i64, f16>(i64::x()[i]), conv::<f16, f16>(f16::y()[i])));
+    w_bf16.elementwise("x_i64[0 :+ 4] % y_bf16[0 :+ 4]", 0.0, 6, |i| Num::rem(conv::<i64, bf16>(i64::x()[i]), conv::<bf16, bf16>(bf16::y()[i])));
+    w_f32.elementwise("x_i64[0 :+ 4] % y_f32[0 :+ 4]", 0.0, 6, |i| Num::rem(conv::<i64, f32>(i64::x()[i]), conv::<f32, f32>(f32::y()[i])));
+    w_f64.elementwise("x_i64[0 :+ 4] % y_f64[0 :+ 4]", 0.0, 6, |i| Num::rem(conv::<i64, f64>(i64::x()[i]), conv::<f64, f64>(f64::y()[i])));
+    w_f16.elementwise("x_f16[0 :+ 4] % y_i8[0 :+ 4]", 0.0, 7, |i| Num::rem(conv::<f16, f16>(f16::x()[i]), conv::<i8, f16>(i8::y()[i])));
+    w_f16.elementwise("x_f16[0 :+ 4] % y_u8[0 :+ 4]", 0.0, 8, |i| Num::rem(conv::<f16, f16>(f16::x()[i]), conv::<u8, f16>(u8::y()[i])));
+    w_f16.elementwise("x_f16[0 :+ 4] % y_i16[0 :+ 4]", 0.0, 9, |i| Num::rem(conv::<f16, f16>(f16::x()[i]), conv::<i16, f16>(i16::y()[i])));
+    w_f16.elementwise("x_f16[0 :+ 4] % y_u16[0 :+ 4]", 0.0, 10, |i| Num::rem(conv::<f16, f16>(f16::x()[i]), conv::<u16, f16>(u16::y()[i])));
+    w_f16.elementwise("x_f16[0 :+ 4] % y_i32[0 :+ 4]", 0.0, 11, |i| Num::rem(conv::<f16, f16>(f16::x()[i]), conv::<i32, f16>(i32::y()[i])));
+    w_f16.elementwise("x_f16[0 :+ 4] % y_u32[0 :+ 4]", 0.0, 12, |i| Num::rem(conv::<f16, f16>(f16::x()[i]), conv::<u32, f16>(u32::y()[i])));
+    w_f16.elementwise("x_f16[0 :+ 4] % y_i64[0 :+ 4]", 0.0, 13, |i| Num::rem(conv::<f16, f16>(f16::x()[i]), conv::<i64, f16>(i64::y()[i])));
+    w_f16.elementwise("x_f16[0 :+ 4] % y_f16[0 :+ 4]", 0.0, 14, |i| Num::rem(conv::<f16, f16>(f16::x()[i]), conv::<f16, f16>(f16::y()[i])));
+    w_f32.elementwise("x_f16[0 :+ 4] % y_bf16[0 :+ 4]", 0.0, 7, |i| Num::rem(conv::<f16, f32>(f16::x()[i]), conv::<bf16, f32>(bf16::y()[i])));
+    w_f32.elementwise("x_f16[0 :+ 4] % y_f32[0 :+ 4]", 0.0, 8, |i| Num::rem(conv::<f16, f32>(f16::x()[i]), conv::<f32, f32>(f32::y()[i])));
+    w_f64.elementwise("x_f16[0 :+ 4] % y_f64[0 :+ 4]", 0.0, 7, |i| Num::rem(conv::<f16, f64>(f16::x()[i]), conv::<f64, f64>(f64::y()[i])));
+    w_bf16.elementwise("x_bf16[0 :+ 4] % y_i8[0 :+ 4]", 0.0, 7, |i| Num::rem(conv::<bf16, bf16>(bf16::x()[i]), conv::<i8, bf16>(i8::y()[i])));
+    w_bf16.elementwise("x_bf16[0 :+ 4] % y_u8[0 :+ 4]", 0.0, 8, |i| Num::rem(conv::<bf16, bf16>(bf16::x()[i]), conv::<u8, bf16>(u8::y()[i])));
+    w_bf16.elementwise("x_bf16[0 :+ 4] % y_i16[0 :+ 4]", 0.0, 9, |i| Num::rem(conv::<bf16, bf16>(bf16::x()[i]), conv::<i16, bf16>(i16::y()[i])));
+    w_bf16.elementwise("x_bf16[0 :+ 4] % y_u16[0 :+ 4]", 0.0, 10, |i| Num::rem(conv::<bf16, bf16>(bf16::x()[i]), conv::<u16, bf16>(u16::y()[i])));
+    w_bf16.elementwise("x_bf16[0 :+ 4] % y_i32[0 :+ 4]", 0.0, 11, |i| Num::rem(conv::<bf16, bf16>(bf16::x()[i]), conv::<i32, bf16>(i32::y()[i])));
+    w_bf16.elementwise("x_bf16[0 :+ 4] % y_u32[0 :+ 4]", 0.0, 12, |i| Num::rem(conv::<bf16, bf16>(bf16::x()[i]), conv::<u32, bf16>(u32::y()[i])));
+    w_bf16.elementwise("x_bf16[0 :+ 4] % y_i64[0 :+ 4]", 0.0, 13, |i| Num::rem(conv::<bf16, bf16>(bf16::x()[i]), conv::<i64, bf16>(i64::y()[i])));
+    w_f32.elementwise("x_bf16[0 :+ 4] % y_f16[0 :+ 4]", 0.0, 9, |i| Num::rem(conv::<bf16, f32>(bf16::x()[i]), conv::<f16, f32>(f16::y()[i])));
+    w_bf16.elementwise("x_bf16[0 :+ 4] % y_bf16[0 :+ 4]", 0.0, 14, |i| Num::rem(conv::<bf16, bf16>(bf16::x()[i]), conv::<bf16, bf16>(bf16::y()[i])));
+    w_f32.elementwise("x_bf16[0 :+ 4] % y_f32[0 :+ 4]", 0.0, 10, |i| Num::rem(conv::<bf16, f32>(bf16::x()[i]), conv::<f32, f32>(f32::y()[i])));
+    w_f64.elementwise("x_bf16[0 :+ 4] % y_f64[0 :+ 4]", 0.0, 8, |i| Num::rem(conv::<bf16, f64>(bf16::x()[i]), conv::<f64, f64>(f64::y()[i])));
+    w_f32.elementwise("x_f32[0 :+ 4] % y_i8[0 :+ 4]", 0.0, 11, |i| Num::rem(conv::<f32, f32>(f32::x()[i]), conv::<i8, f32>(i8::y()[i])));
+    w_f32.elementwise("x_f32[0 :+ 4] % y_u8[0 :+ 4]", 0.0, 12, |i| Num::rem(conv::<f32, f32>(f32::x()[i]), conv::<u8, f32>(u8::y()[i])));
+    w_f32.elementwise("x_f32[0 :+ 4] % y_i16[0 :+ 4]", 0.0, 13, |i| Num::rem(conv::<f32, f32>(f32::x()[i]), conv::<i16, f32>(i16::y()[i])));
+    w_f32.elementwise("x_f32[0 :+ 4] % y_u16[0 :+ 4]", 0.0, 14, |i| Num::rem(conv::<f32, f32>(f32::x()[i]), conv::<u16, f32>(u16::y()[i])));
+    w_f32.elementwise("x_f32[0 :+ 4] % y_i32[0 :+ 4]", 0.0, 15, |i| Num::rem(conv::<f32, f32>(f32::x()[i]), conv::<i32, f32>(i32::y()[i])));
+    w_f32.elementwise("x_f32[0 :+ 4] % y_u32[0 :+ 4]", 0.0, 16, |i| Num::rem(conv::<f32, f32>(f32::x()[i]), conv::<u32, f32>(u32::y()[i])));
+    w_f32.elementwise("x_f32[0 :+ 4] % y_i64[0 :+ 4]", 0.0, 17, |i| Num::rem(conv::<f32, f32>(f32::x()[i]), conv::<i64, f32>(i64::y()[i])));
+    w_f32.elementwise("x_f32[0 :+ 4] % y_f16[0 :+ 4]", 0.0, 18, |i| Num::rem(conv::<f32, f32>(f32::x()[i]), conv::<f16, f32>(f16::y()[i])));
+    w_f32.elementwise("x_f32[0 :+ 4] % y_bf16[0 :+ 4]", 0.0, 19, |i| Num::rem(conv::<f32, f32>(f32::x()[i]), conv::<bf16, f32>(bf16::y()[i])));
+    w_f32.elementwise("x_f32[0 :+ 4] % y_f32[0 :+ 4]", 0.0, 20, |i| Num::rem(conv::<f32, f32>(f32::x()[i]), conv::<f32, f32>(f32::y()[i])));
+    w_f64.elementwise("x_f32[0 :+ 4] % y_f64[0 :+ 4]", 0.0, 9, |i| Num::rem(conv::<f32, f64>(f32::x()[i]), conv::<f64, f64>(f64::y()[i])));
+    w_f64.elementwise("x_f64[0 :+ 4] % y_i8[0 :+ 4]", 0.0, 10, |i| Num::rem(conv::<f64, f64>(f64::x()[i]), conv::<i8, f64>(i8::y()[i])));
+    w_f64.elementwise("x_f64[0 :+ 4] % y_u8[0 :+ 4]", 0.0, 11, |i| Num::rem(conv::<f64, f64>(f64::x()[i]), conv::<u8, f64>(u8::y()[i])));
+    w_f64.elementwise("x_f64[0 :+ 4] % y_i16[0 :+ 4]", 0.0, 12, |i| Num::rem(conv::<f64, f64>(f64::x()[i]), conv::<i16, f64>(i16::y()[i])));
+    w_f64.elementwise("x_f64[0 :+ 4] % y_u16[0 :+ 4]", 0.0, 13, |i| Num::rem(conv::<f64, f64>(f64::x()[i]), conv::<u16, f64>(u16::y()[i])));
+    w_f64.elementwise("x_f64[0 :+ 4] % y_i32[0 :+ 4]", 0.0, 14, |i| Num::rem(conv::<f64, f64>(f64::x()[i]), conv::<i32, f64>(i32::y()[i])));
+    w_f64.elementwise("x_f64[0 :+ 4] % y_u32[0 :+ 4]", 0.0, 15, |i| Num::rem(conv::<f64, f64>(f64::x()[i]), conv::<u32, f64>(u32::y()[i])));
+    w_f64.elementwise("x_f64[0 :+ 4] % y_i64[0 :+ 4]", 0.0, 16, |i| Num::rem(conv::<f64, f64>(f64::x()[i]), conv::<i64, f64>(i64::y()[i])));
+    w_f64.elementwise("x_f64[0 :+ 4] % y_f16[0 :+ 4]", 0.0, 17, |i| Num::rem(conv::<f64, f64>(f64::x()[i]), conv::<f16, f64>(f16::y()[i])));
+    w_f64.elementwise("x_f64[0 :+ 4] % y_bf16[0 :+ 4]", 0.0, 18, |i| Num::rem(conv::<f64, f64>(f64::x()[i]), conv::<bf16, f64>(bf16::y()[i])));
+    w_f64.elementwise("x_f64[0 :+ 4] % y_f32[0 :+ 4]", 0.0, 19, |i| Num::rem(conv::<f64, f64>(f64::x()[i]), conv::<f32, f64>(f32::y()[i])));
+    w_f64.elementwise("x_f64[0 :+ 4] % y_f64[0 :+ 4]", 0.0, 20, |i| Num::rem(conv::<f64, f64>(f64::x()[i]), conv::<f64, f64>(f64::y()[i])));
     w_i8.check(&o_i8);
     w_u8.check(&o_u8);
     w_i16.check(&o_i16);
@@ -221,4 +465,8 @@ fn host_matches_plain_rust() {
     w_i32.check(&o_i32);
     w_u32.check(&o_u32);
     w_i64.check(&o_i64);
+    w_f16.check(&o_f16);
+    w_bf16.check(&o_bf16);
+    w_f32.check(&o_f32);
+    w_f64.check(&o_f64);
 }

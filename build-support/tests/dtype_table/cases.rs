@@ -368,17 +368,12 @@ pub fn ops() -> Vec<Op> {
 /// root test regenerated.
 pub fn ptx_pending(op: &Op, typing: Typing) -> Option<&'static str> {
     match op.name {
-        // PENDING(edges): fmod in back/mlir/emit.
-        "rem" if is_float(typing.compute) => Some("float `%` (fmod)"),
         // PENDING: f64 math needs libdevice (or exact implementations).
         "exp" | "log" | "tanh" | "sigmoid" | "silu" | "gelu" | "sin" | "cos"
             if typing.compute == F64 =>
         {
             Some("f64 transcendental functions")
         }
-        // PENDING: back/mlir/emit/expr.rs evaluates `cdiv`'s operands at the
-        // scalar position (`At::scalar()`), so tile operands fail.
-        "cdiv" => Some("`cdiv` on tiles"),
         _ => None,
     }
 }

@@ -432,8 +432,10 @@ impl<'k> Emitter<'k> {
                 Ok(self.convert(v, DType::I32, dtype))
             }
             Builtin::Cdiv => {
-                let a = self.eval(arg(0)?, &At::scalar())?;
-                let b = self.eval(arg(1)?, &At::scalar())?;
+                let a_at = self.child_at(arg(0)?, e, at)?;
+                let a = self.eval(arg(0)?, &a_at)?;
+                let b_at = self.child_at(arg(1)?, e, at)?;
+                let b = self.eval(arg(1)?, &b_at)?;
                 self.ceil_div(a, b, dtype)
             }
             Builtin::Arange => {

@@ -3,15 +3,13 @@
 // change the generator and regenerate (the test fails while this is stale).
 //! `cdiv`: every dtype combination SPEC.md allows, through `kernel!` on the host.
 
-// PTX pending (`cases::ptx_pending`: `cdiv` on tiles): built only without the
-// `ptx` feature until the MLIR emitter lowers it.
 #![allow(clippy::all, unused_imports)]
 
 use crate::support::*;
 use phobos::{Device, bf16, f16};
 
 phobos::kernel! {
-    kernel cdiv_ptx_pending(
+    kernel cdiv(
         x_i8: tensor<i8>[4],
         x_u8: tensor<u8>[4],
         x_i16: tensor<i16>[4],
@@ -166,7 +164,7 @@ fn host_matches_plain_rust() {
     let mut w_u32 = Want::<u32>::new(11);
     let mut o_i64 = out::<i64>(&d, 13);
     let mut w_i64 = Want::<i64>::new(13);
-    cdiv_ptx_pending::launch(&d, &x_i8, &x_u8, &x_i16, &x_u16, &x_i32, &x_u32, &x_i64, &y_i8, &y_u8, &y_i16, &y_u16, &y_i32, &y_u32, &y_i64, &mut o_i8, &mut o_u8, &mut o_i16, &mut o_u16, &mut o_i32, &mut o_u32, &mut o_i64).expect("launch");
+    cdiv::launch(&d, &x_i8, &x_u8, &x_i16, &x_u16, &x_i32, &x_u32, &x_i64, &y_i8, &y_u8, &y_i16, &y_u16, &y_i32, &y_u32, &y_i64, &mut o_i8, &mut o_u8, &mut o_i16, &mut o_u16, &mut o_i32, &mut o_u32, &mut o_i64).expect("launch");
     w_i8.elementwise("cdiv(x_i8[0 :+ 4], y_i8[0 :+ 4])", 0.0, 0, |i| Int::cdiv(conv::<i8, i8>(i8::x()[i]), conv::<i8, i8>(i8::y()[i])));
     w_u8.elementwise("cdiv(x_i8[0 :+ 4], y_u8[0 :+ 4])", 0.0, 0, |i| Int::cdiv(conv::<i8, u8>(i8::x()[i]), conv::<u8, u8>(u8::y()[i])));
     w_i16.elementwise("cdiv(x_i8[0 :+ 4], y_i16[0 :+ 4])", 0.0, 0, |i| Int::cdiv(conv::<i8, i16>(i8::x()[i]), conv::<i16, i16>(i16::y()[i])));
