@@ -286,10 +286,10 @@ mod ptx {
                             match compile(k) {
                                 Err(e) => bad.push(format!("{}: {e}", k.name)),
                                 Ok(ptx) => {
-                                    if let Some(p) = ptxas {
-                                        if let Err(e) = p.measure(&ptx, "sm_80", &k.name) {
-                                            bad.push(format!("{}: ptxas: {e}", k.name));
-                                        }
+                                    if let Some(p) = ptxas
+                                        && let Err(e) = p.measure(&ptx, "sm_80", &k.name)
+                                    {
+                                        bad.push(format!("{}: ptxas: {e}", k.name));
                                     }
                                 }
                             }
