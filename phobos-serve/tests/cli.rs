@@ -5,51 +5,12 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use phobos_models::gguf::GgufWriter;
-use phobos_models::quant::GgmlType;
+mod common;
 
 fn tiny_model(dir: &std::path::Path) -> PathBuf {
-    let mut tokens = vec!["<unk>".to_owned(), "<s>".into(), "</s>".into()];
-    let mut types = vec![2i32, 3, 3];
-    for byte in 0..=255u8 {
-        tokens.push(format!("<0x{byte:02X}>"));
-        types.push(6);
-    }
-    let mut scores = vec![0.0f32; tokens.len()];
-    for (text, score) in [
-        ("▁hi", -1.0f32),
-        ("▁", -2.0),
-        ("h", -3.0),
-        ("i", -3.0),
-        ("▁h", -2.5),
-    ] {
-        tokens.push(text.to_owned());
-        types.push(1);
-        scores.push(score);
-    }
-    let mut writer = GgufWriter::new();
-    writer.add("general.architecture", "llama").unwrap();
-    writer.add("tokenizer.ggml.model", "llama").unwrap();
-    writer
-        .add_array(
-            "tokenizer.ggml.tokens",
-            tokens.iter().map(String::as_str).collect::<Vec<_>>(),
-        )
-        .unwrap();
-    writer.add_array("tokenizer.ggml.scores", scores).unwrap();
-    writer
-        .add_array("tokenizer.ggml.token_type", types)
-        .unwrap();
-    writer.add("tokenizer.ggml.bos_token_id", 1u32).unwrap();
-    writer.add("tokenizer.ggml.eos_token_id", 2u32).unwrap();
-    writer.add("tokenizer.ggml.add_bos_token", true).unwrap();
-    let weights: Vec<u8> = (0..8).flat_map(|i| (i as f32).to_le_bytes()).collect();
-    writer
-        .add_tensor("output.weight", &[4, 2], GgmlType::F32, weights)
-        .unwrap();
-    let path = dir.join("tiny.gguf");
-    writer.write_file(&path).unwrap();
-    path
+    common::tiny_model(dir, "tiny", |w| {
+        w.add("tokenizer.ggml.add_bos_token", true).unwrap();
+    })
 }
 
 fn phobos(args: &[&str]) -> (bool, String, String) {

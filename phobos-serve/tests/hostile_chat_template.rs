@@ -6,47 +6,19 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use phobos_models::gguf::GgufWriter;
-use phobos_models::quant::GgmlType;
-
-/// A tiny byte-level llama vocabulary with `template` as its chat template.
-fn model_with_template(dir: &Path, name: &str, template: &str) -> PathBuf {
-    let mut tokens = vec!["<unk>".to_owned(), "<s>".into(), "</s>".into()];
-    let mut types = vec![2i32, 3, 3];
-    for byte in 0..=255u8 {
-        tokens.push(format!("<0x{byte:02X}>"));
-        types.push(6);
-    }
-    let scores = vec![0.0f32; tokens.len()];
-    let mut writer = GgufWriter::new();
-    writer.add("general.architecture", "llama").unwrap();
-    writer.add("tokenizer.ggml.model", "llama").unwrap();
-    writer
-        .add_array(
-            "tokenizer.ggml.tokens",
-            tokens.iter().map(String::as_str).collect::<Vec<_>>(),
-        )
-        .unwrap();
-    writer.add_array("tokenizer.ggml.scores", scores).unwrap();
-    writer
-        .add_array("tokenizer.ggml.token_type", types)
-        .unwrap();
-    writer.add("tokenizer.ggml.bos_token_id", 1u32).unwrap();
-    writer.add("tokenizer.ggml.eos_token_id", 2u32).unwrap();
-    writer.add("tokenizer.chat_template", template).unwrap();
-    let weights: Vec<u8> = (0..8).flat_map(|i| (i as f32).to_le_bytes()).collect();
-    writer
-        .add_tensor("output.weight", &[4, 2], GgmlType::F32, weights)
-        .unwrap();
-    let path = dir.join(format!("{name}.gguf"));
-    writer.write_file(&path).unwrap();
-    path
-}
+mod common;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("phobos-chat-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// The tiny model with `template` as its chat template.
+fn model_with_template(dir: &Path, name: &str, template: &str) -> PathBuf {
+    common::tiny_model(dir, name, |w| {
+        w.add("tokenizer.chat_template", template).unwrap();
+    })
 }
 
 /// Runs `phobos ARGS`: (exit code, stdout, stderr).

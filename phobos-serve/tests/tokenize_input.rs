@@ -8,38 +8,15 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use phobos_models::gguf::{Gguf, GgufWriter};
+use phobos_models::gguf::Gguf;
 use phobos_models::tokenizer::Tokenizer;
 
-/// A SentencePiece vocabulary with byte fallback, so any text tokenizes.
+mod common;
+
 fn tiny_model(dir: &Path) -> PathBuf {
-    let mut tokens = vec!["<unk>".to_owned(), "<s>".into(), "</s>".into()];
-    let mut types = vec![2i32, 3, 3];
-    for byte in 0..=255u8 {
-        tokens.push(format!("<0x{byte:02X}>"));
-        types.push(6);
-    }
-    let mut scores = vec![0.0f32; tokens.len()];
-    for (text, score) in [("▁hi", -1.0f32), ("▁", -2.0), ("h", -3.0), ("i", -3.0)] {
-        tokens.push(text.to_owned());
-        types.push(1);
-        scores.push(score);
-    }
-    let mut writer = GgufWriter::new();
-    writer.add("general.architecture", "llama").unwrap();
-    writer.add("tokenizer.ggml.model", "llama").unwrap();
-    let texts: Vec<&str> = tokens.iter().map(String::as_str).collect();
-    writer.add_array("tokenizer.ggml.tokens", texts).unwrap();
-    writer.add_array("tokenizer.ggml.scores", scores).unwrap();
-    writer
-        .add_array("tokenizer.ggml.token_type", types)
-        .unwrap();
-    writer.add("tokenizer.ggml.bos_token_id", 1u32).unwrap();
-    writer.add("tokenizer.ggml.eos_token_id", 2u32).unwrap();
-    writer.add("tokenizer.ggml.add_bos_token", true).unwrap();
-    let path = dir.join("tiny.gguf");
-    writer.write_file(&path).unwrap();
-    path
+    common::tiny_model(dir, "tiny", |w| {
+        w.add("tokenizer.ggml.add_bos_token", true).unwrap();
+    })
 }
 
 struct Fixture {
