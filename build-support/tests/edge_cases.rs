@@ -105,16 +105,13 @@ fn no_plain_division_or_shift_takes_an_unguarded_operand() {
 #[cfg(feature = "ptx")]
 mod ptx {
     use super::*;
-    use phobos_build::back::mlir::ptxas::Ptxas;
+    use phobos_build::back::mlir::ptxas::{self, Ptxas};
 
     /// The ptxas to assemble with, or `None` when it may be skipped.
     fn ptxas() -> Option<Ptxas> {
         let found = Ptxas::detect().unwrap();
         if found.is_none() {
-            assert!(
-                std::env::var("PHOBOS_REQUIRE_PTXAS").as_deref() != Ok("1"),
-                "PHOBOS_REQUIRE_PTXAS=1 but no ptxas: pip install nvidia-cuda-nvcc-cu12 or set PHOBOS_PTXAS"
-            );
+            assert!(!ptxas::required(), "{}", ptxas::MISSING_BUT_REQUIRED);
             eprintln!("note: ptxas not found; PTX is produced but not assembled");
         }
         found

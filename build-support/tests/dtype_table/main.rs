@@ -262,8 +262,9 @@ mod ptx {
         let ptxas = Ptxas::detect().expect("ptxas runs");
         if ptxas.is_none() {
             assert!(
-                std::env::var("PHOBOS_REQUIRE_PTXAS").as_deref() != Ok("1"),
-                "PHOBOS_REQUIRE_PTXAS=1 but no ptxas (set PHOBOS_PTXAS)"
+                !phobos_build::back::mlir::ptxas::required(),
+                "{}",
+                phobos_build::back::mlir::ptxas::MISSING_BUT_REQUIRED
             );
             eprintln!("note: no ptxas; the PTX is compiled but not assembled");
         }
