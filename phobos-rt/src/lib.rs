@@ -17,6 +17,7 @@ mod dtype;
 mod element;
 mod error;
 pub mod host;
+pub mod quant;
 mod shape;
 mod tensor;
 
@@ -24,6 +25,7 @@ pub use device::{Backend, CudaDevice, Device, HostDevice};
 pub use dtype::DType;
 pub use element::{Bits, CastTo, DotElement, Element, Float, Int, Num, cast};
 pub use error::{Error, Result};
+pub use quant::{QTensor, QuantFormat};
 pub use shape::Shape;
 pub use tensor::Tensor;
 
@@ -35,9 +37,10 @@ pub use half::{bf16, f16};
 pub mod __private {
     pub use crate::artifact;
     pub use crate::host;
+    pub use crate::quant;
     pub use crate::{
-        Bits, CastTo, DType, Device, DotElement, Element, Error, Float, Int, Num, Result, Shape,
-        Tensor, cast,
+        Bits, CastTo, DType, Device, DotElement, Element, Error, Float, Int, Num, QTensor, Result,
+        Shape, Tensor, cast,
     };
     pub use half::{bf16, f16};
 }

@@ -38,6 +38,12 @@
 //!   fused `acc += dot(a, b)` forms [`dot_acc`] / [`dot_t_acc`]. The result
 //!   type is [`DotElement::Acc`](crate::DotElement::Acc) (`f32` for
 //!   `f16`/`bf16`, `i32` for `i8`/`u8`).
+//! - Quantized operands (SPEC.md, "Quantized tensors"): [`QuantRead`]
+//!   views a [`QTensor`](crate::QTensor); [`load_quant`] slices it into a
+//!   [`QTile`] of whole blocks; [`dequant`] gives `f32`; [`dot_quant_lhs`],
+//!   [`dot_quant_rhs`], [`dot_t_quant_lhs`], [`dot_t_quant_rhs`] contract
+//!   with one quantized operand, in ggml's numerics where SPEC.md says so
+//!   ([`ggml_partner`], [`ggml_rows`]).
 //! - Reductions: [`rowsum`] [`rowmax`] [`rowmin`] over the last dim (shape
 //!   `[.., 1]`); [`sum`] [`max`] [`min`] over the whole tile (a scalar).
 //! - Layout and construction: [`transpose`] [`reshape`] [`cumsum`] [`tril`]
@@ -52,6 +58,7 @@ mod dot;
 mod elementwise;
 mod grid;
 mod layout;
+mod quant;
 mod reduce;
 mod slice;
 mod tile;
@@ -67,6 +74,10 @@ pub use elementwise::{
 };
 pub use grid::{run_grid, try_run_grid};
 pub use layout::{arange, cumsum, full, reshape, transpose, tril, zeros};
+pub use quant::{
+    QTile, QuantRead, dequant, dot_quant_lhs, dot_quant_rhs, dot_t_quant_lhs, dot_t_quant_rhs,
+    ggml_partner, ggml_rows, load_quant,
+};
 pub use reduce::{max, min, rowmax, rowmin, rowsum, sum};
 pub use slice::{
     MAX_SLICE_RANK, Slice, atomic_add, atomic_add_scalar, load, load_point, store, store_scalar,

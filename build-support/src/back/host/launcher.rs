@@ -73,6 +73,13 @@ pub fn kernel_module(
         let public = names::public(&param.name);
         forward_args.push(quote!(#public));
         launcher_args.push(match &param.kind {
+            ParamKind::Tensor {
+                elem: Elem::Quant(quant),
+                ..
+            } => {
+                let marker = names::quant_marker(*quant);
+                quote!(#public: &#p::QTensor<'_, #marker>)
+            }
             ParamKind::Tensor { elem, written, .. } => {
                 let ty = tensor_elem_type(*elem, param)?;
                 if *written {
@@ -312,6 +319,10 @@ fn host_function(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStre
         let arg = names::public(&param.name);
         let var = names::param(&param.name);
         prelude.extend(match &param.kind {
+            ParamKind::Tensor {
+                elem: Elem::Quant(_),
+                ..
+            } => quote!(let #var = #p::host::QuantRead::new(#arg)?;),
             ParamKind::Tensor { written: true, .. } => {
                 quote!(let #var = #p::host::TensorWrite::new(#arg)?;)
             }
