@@ -54,7 +54,9 @@ fn main() -> Result<()> {
         }
     }
     let w = QTensor::<Q8_0>::borrowed(&bytes, [n, k])?;
-    let xs: Vec<f32> = (0..2 * k).map(|i| ((i * 7919) % 201) as f32 / 50.0 - 2.0).collect();
+    let xs: Vec<f32> = (0..2 * k)
+        .map(|i| ((i * 7919) % 201) as f32 / 50.0 - 2.0)
+        .collect();
     let x = d.tensor_from(&xs, [2, k])?;
     let mut y = d.zeros::<f32>([2, n])?;
     let mut z = d.zeros::<f32>([2, n])?;
@@ -80,7 +82,11 @@ fn main() -> Result<()> {
                 // One term per block, added to the accumulator (SPEC §14).
                 sum += sumi as f32 * (dw * dx);
             }
-            assert_eq!(y[m * n + row].to_bits(), sum.to_bits(), "ggml form [{m},{row}]");
+            assert_eq!(
+                y[m * n + row].to_bits(),
+                sum.to_bits(),
+                "ggml form [{m},{row}]"
+            );
             let ku = (k + 2) as f64 * f64::powi(2.0, -24);
             let error = (f64::from(z[m * n + row]) - exact).abs();
             assert!(error <= ku / (1.0 - ku) * abs, "exact form [{m},{row}]");
@@ -95,7 +101,9 @@ fn main() -> Result<()> {
     let out = out.to_vec()?;
     for r in 0..4 {
         for c in 0..3 {
-            let want: i32 = (0..8).map(|e| i32::from(us[r * 8 + e]) * i32::from(is[c * 8 + e])).sum();
+            let want: i32 = (0..8)
+                .map(|e| i32::from(us[r * 8 + e]) * i32::from(is[c * 8 + e]))
+                .sum();
             assert_eq!(out[r * 3 + c], want, "u8 x i8 [{r},{c}]");
         }
     }
