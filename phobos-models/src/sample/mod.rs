@@ -109,7 +109,7 @@ impl Sampler {
             let mut keep = cand.len();
             for (i, p) in probs.iter().enumerate() {
                 cum += p;
-                if cum >= c.top_p {
+                if cum >= f64::from(c.top_p) {
                     keep = i + 1;
                     break;
                 }
