@@ -17,7 +17,13 @@ fn one_at_a_time(model: &Model, tokens: &[u32]) -> Vec<f32> {
     let mut s = model.new_session(64).unwrap();
     let mut all = Vec::new();
     for &t in tokens {
-        let out = model.forward(&mut [SeqInput { session: &mut s, tokens: &[t], logits: LogitsWanted::Last }]).unwrap();
+        let out = model
+            .forward(&mut [SeqInput {
+                session: &mut s,
+                tokens: &[t],
+                logits: LogitsWanted::Last,
+            }])
+            .unwrap();
         all.extend_from_slice(&out[0]);
     }
     all
@@ -30,8 +36,13 @@ fn one_at_a_time(model: &Model, tokens: &[u32]) -> Vec<f32> {
 /// over a few hundred terms and two layers stays far below 1e-4 of the
 /// spread.
 fn rel_err(got: &[f32], want: &[f32]) -> f32 {
-    let spread = want.iter().copied().fold(f32::NEG_INFINITY, f32::max) - want.iter().copied().fold(f32::INFINITY, f32::min);
-    got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max) / spread.max(1e-6)
+    let spread = want.iter().copied().fold(f32::NEG_INFINITY, f32::max)
+        - want.iter().copied().fold(f32::INFINITY, f32::min);
+    got.iter()
+        .zip(want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f32::max)
+        / spread.max(1e-6)
 }
 
 #[test]
@@ -44,37 +55,90 @@ fn batched_split_and_multi_session_agree_for_every_arch() {
             let sequential = one_at_a_time(&model, &PROMPT);
 
             let mut whole = model.new_session(64).unwrap();
-            let batched = model.forward(&mut [SeqInput { session: &mut whole, tokens: &PROMPT, logits: LogitsWanted::All }]).unwrap();
+            let batched = model
+                .forward(&mut [SeqInput {
+                    session: &mut whole,
+                    tokens: &PROMPT,
+                    logits: LogitsWanted::All,
+                }])
+                .unwrap();
             assert_eq!(batched[0].len(), sequential.len());
-            assert!(rel_err(&batched[0], &sequential) < 1e-4, "{arch} {ty:?}: batched vs one at a time");
+            assert!(
+                rel_err(&batched[0], &sequential) < 1e-4,
+                "{arch} {ty:?}: batched vs one at a time"
+            );
 
             let mut split = model.new_session(64).unwrap();
-            model.forward(&mut [SeqInput { session: &mut split, tokens: &PROMPT[..4], logits: LogitsWanted::None }]).unwrap();
-            let rest = model.forward(&mut [SeqInput { session: &mut split, tokens: &PROMPT[4..], logits: LogitsWanted::Last }]).unwrap();
+            model
+                .forward(&mut [SeqInput {
+                    session: &mut split,
+                    tokens: &PROMPT[..4],
+                    logits: LogitsWanted::None,
+                }])
+                .unwrap();
+            let rest = model
+                .forward(&mut [SeqInput {
+                    session: &mut split,
+                    tokens: &PROMPT[4..],
+                    logits: LogitsWanted::Last,
+                }])
+                .unwrap();
             let last = &sequential[sequential.len() - model.n_vocab()..];
-            assert!(rel_err(&rest[0], last) < 1e-4, "{arch} {ty:?}: split vs whole");
+            assert!(
+                rel_err(&rest[0], last) < 1e-4,
+                "{arch} {ty:?}: split vs whole"
+            );
             assert_eq!(split.tokens(), &PROMPT);
 
             // Two sessions in one batch, at different depths.
             let mut a = model.new_session(64).unwrap();
             let mut b = model.new_session(64).unwrap();
-            model.forward(&mut [SeqInput { session: &mut a, tokens: &PROMPT[..6], logits: LogitsWanted::None }]).unwrap();
+            model
+                .forward(&mut [SeqInput {
+                    session: &mut a,
+                    tokens: &PROMPT[..6],
+                    logits: LogitsWanted::None,
+                }])
+                .unwrap();
             let outs = model
                 .forward(&mut [
-                    SeqInput { session: &mut a, tokens: &PROMPT[6..], logits: LogitsWanted::Last },
-                    SeqInput { session: &mut b, tokens: &PROMPT[..3], logits: LogitsWanted::Last },
+                    SeqInput {
+                        session: &mut a,
+                        tokens: &PROMPT[6..],
+                        logits: LogitsWanted::Last,
+                    },
+                    SeqInput {
+                        session: &mut b,
+                        tokens: &PROMPT[..3],
+                        logits: LogitsWanted::Last,
+                    },
                 ])
                 .unwrap();
-            assert!(rel_err(&outs[0], last) < 1e-4, "{arch} {ty:?}: batched sessions (a)");
+            assert!(
+                rel_err(&outs[0], last) < 1e-4,
+                "{arch} {ty:?}: batched sessions (a)"
+            );
             let want_b = &sequential[2 * model.n_vocab()..3 * model.n_vocab()];
-            assert!(rel_err(&outs[1], want_b) < 1e-4, "{arch} {ty:?}: batched sessions (b)");
+            assert!(
+                rel_err(&outs[1], want_b) < 1e-4,
+                "{arch} {ty:?}: batched sessions (b)"
+            );
 
             // Prefix reuse: truncate to a shared prefix and continue.
             let keep = whole.common_prefix_len(&PROMPT[..5]);
             assert_eq!(keep, 5);
             whole.truncate(keep);
-            let again = model.forward(&mut [SeqInput { session: &mut whole, tokens: &PROMPT[5..], logits: LogitsWanted::Last }]).unwrap();
-            assert!(rel_err(&again[0], last) < 1e-4, "{arch} {ty:?}: prefix reuse");
+            let again = model
+                .forward(&mut [SeqInput {
+                    session: &mut whole,
+                    tokens: &PROMPT[5..],
+                    logits: LogitsWanted::Last,
+                }])
+                .unwrap();
+            assert!(
+                rel_err(&again[0], last) < 1e-4,
+                "{arch} {ty:?}: prefix reuse"
+            );
         }
     }
 }
@@ -82,7 +146,11 @@ fn batched_split_and_multi_session_agree_for_every_arch() {
 #[test]
 fn sessions_on_one_model_run_from_several_threads() {
     let dir = temp_dir("threads");
-    let model = Model::load(tiny_arch_model(&dir, "qwen3", None, GgmlType::Q8_0), LoadOptions::default()).unwrap();
+    let model = Model::load(
+        tiny_arch_model(&dir, "qwen3", None, GgmlType::Q8_0),
+        LoadOptions::default(),
+    )
+    .unwrap();
     let want = one_at_a_time(&model, &PROMPT);
     let last = want[want.len() - model.n_vocab()..].to_vec();
     std::thread::scope(|scope| {
@@ -90,7 +158,13 @@ fn sessions_on_one_model_run_from_several_threads() {
             let (model, last) = (&model, &last);
             scope.spawn(move || {
                 let mut s = model.new_session(64).unwrap();
-                let out = model.forward(&mut [SeqInput { session: &mut s, tokens: &PROMPT, logits: LogitsWanted::Last }]).unwrap();
+                let out = model
+                    .forward(&mut [SeqInput {
+                        session: &mut s,
+                        tokens: &PROMPT,
+                        logits: LogitsWanted::Last,
+                    }])
+                    .unwrap();
                 assert!(rel_err(&out[0], last) < 1e-4);
             });
         }
@@ -100,14 +174,46 @@ fn sessions_on_one_model_run_from_several_threads() {
 #[test]
 fn context_overflow_is_an_error_and_leaves_the_session_alone() {
     let dir = temp_dir("ctx");
-    let model = Model::load(tiny_arch_model(&dir, "llama", None, GgmlType::F32), LoadOptions::default()).unwrap();
+    let model = Model::load(
+        tiny_arch_model(&dir, "llama", None, GgmlType::F32),
+        LoadOptions::default(),
+    )
+    .unwrap();
     let mut s = model.new_session(8).unwrap();
-    let err = model.forward(&mut [SeqInput { session: &mut s, tokens: &PROMPT, logits: LogitsWanted::Last }]).unwrap_err();
-    assert!(matches!(err, EngineError::ContextFull { n_ctx: 8, held: 0, requested: 9 }), "{err}");
+    let err = model
+        .forward(&mut [SeqInput {
+            session: &mut s,
+            tokens: &PROMPT,
+            logits: LogitsWanted::Last,
+        }])
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            EngineError::ContextFull {
+                n_ctx: 8,
+                held: 0,
+                requested: 9
+            }
+        ),
+        "{err}"
+    );
     assert!(s.is_empty());
-    assert!(matches!(model.new_session(100_000), Err(EngineError::ContextTooLarge { .. })));
-    let err = model.forward(&mut [SeqInput { session: &mut s, tokens: &[100_000], logits: LogitsWanted::Last }]).unwrap_err();
-    assert!(matches!(err, EngineError::TokenOutOfRange { id: 100_000, .. }), "{err}");
+    assert!(matches!(
+        model.new_session(100_000),
+        Err(EngineError::ContextTooLarge { .. })
+    ));
+    let err = model
+        .forward(&mut [SeqInput {
+            session: &mut s,
+            tokens: &[100_000],
+            logits: LogitsWanted::Last,
+        }])
+        .unwrap_err();
+    assert!(
+        matches!(err, EngineError::TokenOutOfRange { id: 100_000, .. }),
+        "{err}"
+    );
 }
 
 #[test]
@@ -116,7 +222,10 @@ fn unknown_arch_and_missing_tensor_are_named() {
     let path = tiny_arch_model(&dir, "mamba9", None, GgmlType::F32);
     let err = Model::load(&path, LoadOptions::default()).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("mamba9") && msg.contains("gemma3") && msg.contains("qwen3"), "{msg}");
+    assert!(
+        msg.contains("mamba9") && msg.contains("gemma3") && msg.contains("qwen3"),
+        "{msg}"
+    );
 
     let path = tiny_arch_model(&dir, "qwen2", Some("blk.1.ffn_up.weight"), GgmlType::F32);
     let err = Model::load(&path, LoadOptions::default()).unwrap_err();

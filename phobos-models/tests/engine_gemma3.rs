@@ -32,7 +32,13 @@ fn cases() -> Vec<Case> {
     let path = root().join("tests/golden/engine/gemma3_270m_greedy.json");
     let text = std::fs::read_to_string(&path).unwrap();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let ids = |v: &serde_json::Value| -> Vec<u32> { v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect() };
+    let ids = |v: &serde_json::Value| -> Vec<u32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect()
+    };
     json["cases"]
         .as_array()
         .unwrap()
@@ -47,7 +53,11 @@ fn cases() -> Vec<Case> {
                     prob(0) - prob(1)
                 })
                 .collect();
-            Case { prompt_ids: ids(&c["prompt_ids"]), generated: ids(&c["generated_ids"]), gaps }
+            Case {
+                prompt_ids: ids(&c["prompt_ids"]),
+                generated: ids(&c["generated_ids"]),
+                gaps,
+            }
         })
         .collect()
 }
@@ -64,10 +74,18 @@ fn model() -> Option<std::sync::Arc<Model>> {
 #[test]
 fn prompt_tokens_match_llama_cpp() {
     let Some(model) = model() else { return };
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root().join("tests/golden/engine/gemma3_270m_greedy.json")).unwrap()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("tests/golden/engine/gemma3_270m_greedy.json"))
+            .unwrap(),
+    )
+    .unwrap();
     for (case, golden) in json["cases"].as_array().unwrap().iter().zip(cases()) {
         let prompt = case["prompt"].as_str().unwrap();
-        assert_eq!(model.tokenizer().encode(prompt, true, true).unwrap(), golden.prompt_ids, "{prompt:?}");
+        assert_eq!(
+            model.tokenizer().encode(prompt, true, true).unwrap(),
+            golden.prompt_ids,
+            "{prompt:?}"
+        );
     }
 }
 
@@ -79,19 +97,33 @@ fn teacher_forced_argmax_matches_llama_cpp_where_clear() {
         let mut session = model.new_session(512).unwrap();
         let n_prompt = case.prompt_ids.len();
         model
-            .forward(&mut [SeqInput { session: &mut session, tokens: &case.prompt_ids[..n_prompt - 1], logits: LogitsWanted::None }])
+            .forward(&mut [SeqInput {
+                session: &mut session,
+                tokens: &case.prompt_ids[..n_prompt - 1],
+                logits: LogitsWanted::None,
+            }])
             .unwrap();
         // The last prompt token and every generated token but the last: row
         // i predicts generated[i].
         let mut fed = vec![case.prompt_ids[n_prompt - 1]];
         fed.extend_from_slice(&case.generated[..case.generated.len() - 1]);
-        let logits = model.forward(&mut [SeqInput { session: &mut session, tokens: &fed, logits: LogitsWanted::All }]).unwrap();
+        let logits = model
+            .forward(&mut [SeqInput {
+                session: &mut session,
+                tokens: &fed,
+                logits: LogitsWanted::All,
+            }])
+            .unwrap();
         for (i, (&want, &gap)) in case.generated.iter().zip(&case.gaps).enumerate() {
             if gap < CLEAR_GAP {
                 continue;
             }
             let row = &logits[0][i * model.n_vocab()..(i + 1) * model.n_vocab()];
-            assert_eq!(argmax_logits(row), want, "case {n} position {i} (llama.cpp's gap {gap:.3})");
+            assert_eq!(
+                argmax_logits(row),
+                want,
+                "case {n} position {i} (llama.cpp's gap {gap:.3})"
+            );
             checked += 1;
         }
     }
@@ -103,10 +135,18 @@ fn free_running_greedy_matches_llama_cpp_up_to_the_first_near_tie() {
     let Some(model) = model() else { return };
     let mut compared = 0;
     for (n, case) in cases().iter().enumerate() {
-        let until = case.gaps.iter().position(|&g| g < CLEAR_GAP).unwrap_or(case.generated.len());
+        let until = case
+            .gaps
+            .iter()
+            .position(|&g| g < CLEAR_GAP)
+            .unwrap_or(case.generated.len());
         let mut session = model.new_session(512).unwrap();
         let mut logits = model
-            .forward(&mut [SeqInput { session: &mut session, tokens: &case.prompt_ids, logits: LogitsWanted::Last }])
+            .forward(&mut [SeqInput {
+                session: &mut session,
+                tokens: &case.prompt_ids,
+                logits: LogitsWanted::Last,
+            }])
             .unwrap()
             .remove(0);
         for (i, &want) in case.generated[..until].iter().enumerate() {
@@ -114,7 +154,11 @@ fn free_running_greedy_matches_llama_cpp_up_to_the_first_near_tie() {
             assert_eq!(got, want, "case {n} position {i}");
             compared += 1;
             logits = model
-                .forward(&mut [SeqInput { session: &mut session, tokens: &[got], logits: LogitsWanted::Last }])
+                .forward(&mut [SeqInput {
+                    session: &mut session,
+                    tokens: &[got],
+                    logits: LogitsWanted::Last,
+                }])
                 .unwrap()
                 .remove(0);
         }

@@ -45,14 +45,26 @@ pub(crate) fn attend(
             if q_scale != 1.0 {
                 q_row.iter_mut().for_each(|x| *x *= q_scale);
             }
-            rope.apply(&mut k[row * k_width..(row + 1) * k_width], shape.head_dim_k, pos);
+            rope.apply(
+                &mut k[row * k_width..(row + 1) * k_width],
+                shape.head_dim_k,
+                pos,
+            );
         }
         let cache = &mut slot.session.kv[layer];
         cache.k_width = k_width;
         cache.v_width = v_width;
         cache.truncate(slot.pos0);
-        cache.k.extend(k[rows.start * k_width..rows.end * k_width].iter().map(|&x| f16::from_f32(x)));
-        cache.v.extend(v[rows.start * v_width..rows.end * v_width].iter().map(|&x| f16::from_f32(x)));
+        cache.k.extend(
+            k[rows.start * k_width..rows.end * k_width]
+                .iter()
+                .map(|&x| f16::from_f32(x)),
+        );
+        cache.v.extend(
+            v[rows.start * v_width..rows.end * v_width]
+                .iter()
+                .map(|&x| f16::from_f32(x)),
+        );
         attention(
             shape,
             &q[rows.start * q_width..rows.end * q_width],

@@ -60,13 +60,17 @@ pub struct Gemma3 {
 
 impl Gemma3 {
     pub(crate) fn load(gguf: &Gguf) -> Result<Gemma3> {
-        let meta = Meta { gguf, arch: "gemma3" };
+        let meta = Meta {
+            gguf,
+            arch: "gemma3",
+        };
         let n_layer = meta.u32("block_count")? as usize;
         let n_embd = meta.u32("embedding_length")? as usize;
         let n_ff = meta.u32("feed_forward_length")? as usize;
         let n_head = meta.u32("attention.head_count")? as usize;
         let n_head_kv = meta.u32_or("attention.head_count_kv", n_head as u32)? as usize;
-        let head_dim = meta.u32_or("attention.key_length", (n_embd / n_head.max(1)) as u32)? as usize;
+        let head_dim =
+            meta.u32_or("attention.key_length", (n_embd / n_head.max(1)) as u32)? as usize;
         let rms_eps = meta.f32("attention.layer_norm_rms_epsilon")?;
         let scale = meta.f32_or("rope.scaling.factor", 0.0)?;
         let freq_scale = if scale == 0.0 { 1.0 } else { 1.0 / scale };
@@ -166,7 +170,13 @@ impl Architecture for Gemma3 {
         Ok(())
     }
 
-    fn layer(&self, gguf: &Gguf, il: usize, x: &mut [f32], slots: &mut [SeqSlot<'_>]) -> Result<()> {
+    fn layer(
+        &self,
+        gguf: &Gguf,
+        il: usize,
+        x: &mut [f32],
+        slots: &mut [SeqSlot<'_>],
+    ) -> Result<()> {
         let layer = &self.layers[il];
         let d = self.shape.n_embd;
         let m = x.len() / d;

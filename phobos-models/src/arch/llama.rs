@@ -68,7 +68,11 @@ impl LlamaLike {
         let rms_eps = meta.f32("attention.layer_norm_rms_epsilon")?;
         let scale = meta.f32_or("rope.scaling.factor", 0.0)?;
         let rope = Rope {
-            style: if arch == "llama" { RopeStyle::Normal } else { RopeStyle::Neox },
+            style: if arch == "llama" {
+                RopeStyle::Normal
+            } else {
+                RopeStyle::Neox
+            },
             n_rot: meta.u32_or("rope.dimension_count", head_dim_k as u32)? as usize,
             freq_base: meta.f32_or("rope.freq_base", 10_000.0)?,
             freq_scale: if scale == 0.0 { 1.0 } else { 1.0 / scale },
@@ -77,14 +81,23 @@ impl LlamaLike {
         let token_embd = Linear::load(gguf, "token_embd.weight", n_embd, n_vocab)?;
         let output = Linear::load_optional(gguf, "output.weight", n_embd, n_vocab)?
             .unwrap_or_else(|| token_embd.clone());
-        let (q_width, k_width, v_width) = (n_head * head_dim_k, n_head_kv * head_dim_k, n_head_kv * head_dim_v);
+        let (q_width, k_width, v_width) = (
+            n_head * head_dim_k,
+            n_head_kv * head_dim_k,
+            n_head_kv * head_dim_v,
+        );
         let qk_norms = arch == "qwen3";
         let layers = (0..n_layer)
             .map(|il| {
                 let name = |t: &str| format!("blk.{il}.{t}.weight");
-                let bias = |t: &str, len| load_vector_optional(gguf, &format!("blk.{il}.{t}.bias"), len);
+                let bias =
+                    |t: &str, len| load_vector_optional(gguf, &format!("blk.{il}.{t}.bias"), len);
                 let head_norm = |t: &str| -> Result<Option<Vec<f32>>> {
-                    if qk_norms { load_vector(gguf, &name(t), head_dim_k).map(Some) } else { Ok(None) }
+                    if qk_norms {
+                        load_vector(gguf, &name(t), head_dim_k).map(Some)
+                    } else {
+                        Ok(None)
+                    }
                 };
                 Ok(Layer {
                     attn_norm: load_vector(gguf, &name("attn_norm"), n_embd)?,
@@ -140,7 +153,13 @@ impl Architecture for LlamaLike {
         Ok(())
     }
 
-    fn layer(&self, gguf: &Gguf, il: usize, x: &mut [f32], slots: &mut [SeqSlot<'_>]) -> Result<()> {
+    fn layer(
+        &self,
+        gguf: &Gguf,
+        il: usize,
+        x: &mut [f32],
+        slots: &mut [SeqSlot<'_>],
+    ) -> Result<()> {
         let layer = &self.layers[il];
         let m = x.len() / self.shape.n_embd;
 
@@ -149,7 +168,11 @@ impl Architecture for LlamaLike {
         let mut q = layer.q.apply(gguf, &h, m)?;
         let mut k = layer.k.apply(gguf, &h, m)?;
         let mut v = layer.v.apply(gguf, &h, m)?;
-        for (t, b) in [(&mut q, &layer.q_bias), (&mut k, &layer.k_bias), (&mut v, &layer.v_bias)] {
+        for (t, b) in [
+            (&mut q, &layer.q_bias),
+            (&mut k, &layer.k_bias),
+            (&mut v, &layer.v_bias),
+        ] {
             if let Some(b) = b {
                 add_bias(t, b);
             }

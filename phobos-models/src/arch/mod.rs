@@ -32,7 +32,8 @@ pub(crate) trait Architecture: Send + Sync {
     /// `out` is `[tokens.len()][n_embd]`.
     fn embed(&self, gguf: &Gguf, tokens: &[u32], out: &mut [f32]) -> Result<()>;
     /// Runs layer `il` on `x` (`[rows][n_embd]`) in place.
-    fn layer(&self, gguf: &Gguf, il: usize, x: &mut [f32], slots: &mut [SeqSlot<'_>]) -> Result<()>;
+    fn layer(&self, gguf: &Gguf, il: usize, x: &mut [f32], slots: &mut [SeqSlot<'_>])
+    -> Result<()>;
     /// Final norm and output projection of `x` (`[m][n_embd]`): `[m][n_vocab]`.
     fn logits(&self, gguf: &Gguf, x: &mut [f32], m: usize) -> Result<Vec<f32>>;
 }
@@ -54,6 +55,8 @@ pub(crate) fn load(gguf: &Gguf) -> Result<Box<dyn Architecture>> {
 pub(crate) fn n_vocab(gguf: &Gguf) -> Result<usize> {
     let info = gguf
         .tensor_info("token_embd.weight")
-        .ok_or_else(|| EngineError::MissingTensor { name: "token_embd.weight".into() })?;
+        .ok_or_else(|| EngineError::MissingTensor {
+            name: "token_embd.weight".into(),
+        })?;
     Ok(info.dims.get(1).copied().unwrap_or(0) as usize)
 }

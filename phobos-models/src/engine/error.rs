@@ -30,8 +30,13 @@ pub enum EngineError {
         held: usize,
         requested: usize,
     },
-    #[error("requested context of {requested} tokens is over the model's training context of {n_ctx_train}")]
-    ContextTooLarge { requested: usize, n_ctx_train: usize },
+    #[error(
+        "requested context of {requested} tokens is over the model's training context of {n_ctx_train}"
+    )]
+    ContextTooLarge {
+        requested: usize,
+        n_ctx_train: usize,
+    },
     #[error("token id {id} is outside the vocabulary of {n_vocab} tokens")]
     TokenOutOfRange { id: u32, n_vocab: usize },
     #[error("a session of another model was passed to this model")]

@@ -71,7 +71,9 @@ pub struct Model {
 
 impl std::fmt::Debug for Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Model").field("shape", self.arch.shape()).finish_non_exhaustive()
+        f.debug_struct("Model")
+            .field("shape", self.arch.shape())
+            .finish_non_exhaustive()
     }
 }
 
@@ -93,7 +95,10 @@ impl Model {
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(n.max(1))
                     .build()
-                    .map_err(|e| EngineError::Metadata { key: "threads".into(), reason: e.to_string() })?,
+                    .map_err(|e| EngineError::Metadata {
+                        key: "threads".into(),
+                        reason: e.to_string(),
+                    })?,
             ),
             None => None,
         };
@@ -138,7 +143,12 @@ impl Model {
 
     /// Bytes of KV cache per cached token.
     pub fn kv_bytes_per_token(&self) -> usize {
-        self.arch.shape().kv_widths.iter().map(|(k, v)| (k + v) * 2).sum()
+        self.arch
+            .shape()
+            .kv_widths
+            .iter()
+            .map(|(k, v)| (k + v) * 2)
+            .sum()
     }
 
     /// A new empty session holding at most `n_ctx` tokens (0: the
@@ -147,7 +157,10 @@ impl Model {
         let train = self.n_ctx_train();
         let n_ctx = if n_ctx == 0 { train } else { n_ctx };
         if train > 0 && n_ctx > train {
-            return Err(EngineError::ContextTooLarge { requested: n_ctx, n_ctx_train: train });
+            return Err(EngineError::ContextTooLarge {
+                requested: n_ctx,
+                n_ctx_train: train,
+            });
         }
         Ok(Session {
             model_id: self.id,
@@ -176,13 +189,23 @@ impl Model {
             }
             let (held, n_ctx) = (input.session.len(), input.session.n_ctx);
             if held + input.tokens.len() > n_ctx {
-                return Err(EngineError::ContextFull { n_ctx, held, requested: input.tokens.len() });
+                return Err(EngineError::ContextFull {
+                    n_ctx,
+                    held,
+                    requested: input.tokens.len(),
+                });
             }
             if let Some(&id) = input.tokens.iter().find(|&&t| t as usize >= shape.n_vocab) {
-                return Err(EngineError::TokenOutOfRange { id, n_vocab: shape.n_vocab });
+                return Err(EngineError::TokenOutOfRange {
+                    id,
+                    n_vocab: shape.n_vocab,
+                });
             }
         }
-        let all_tokens: Vec<u32> = batch.iter().flat_map(|s| s.tokens.iter().copied()).collect();
+        let all_tokens: Vec<u32> = batch
+            .iter()
+            .flat_map(|s| s.tokens.iter().copied())
+            .collect();
         let d = shape.n_embd;
         let mut x = vec![0f32; all_tokens.len() * d];
         self.arch.embed(&self.gguf, &all_tokens, &mut x)?;
@@ -199,13 +222,19 @@ impl Model {
                 LogitsWanted::Last => {}
                 LogitsWanted::All => logit_rows.extend(row0..row0 + n),
             }
-            slots.push(SeqSlot { row0, n_tokens: n, pos0: input.session.len(), session: input.session });
+            slots.push(SeqSlot {
+                row0,
+                n_tokens: n,
+                pos0: input.session.len(),
+                session: input.session,
+            });
             row0 += n;
         }
         if all_tokens.is_empty() {
             return Ok(vec![Vec::new(); batch.len()]);
         }
-        let result = (0..shape.n_layer).try_for_each(|il| self.arch.layer(&self.gguf, il, &mut x, &mut slots));
+        let result = (0..shape.n_layer)
+            .try_for_each(|il| self.arch.layer(&self.gguf, il, &mut x, &mut slots));
         if let Err(e) = result {
             for slot in &mut slots {
                 slot.session.truncate(slot.pos0);
@@ -214,13 +243,19 @@ impl Model {
         }
         for slot in slots.iter_mut() {
             let start = slot.row0;
-            slot.session.tokens.extend_from_slice(&all_tokens[start..start + slot.n_tokens]);
+            slot.session
+                .tokens
+                .extend_from_slice(&all_tokens[start..start + slot.n_tokens]);
         }
-        let mut hidden: Vec<f32> = logit_rows.iter().flat_map(|&r| x[r * d..(r + 1) * d].iter().copied()).collect();
+        let mut hidden: Vec<f32> = logit_rows
+            .iter()
+            .flat_map(|&r| x[r * d..(r + 1) * d].iter().copied())
+            .collect();
         let logits = if logit_rows.is_empty() {
             Vec::new()
         } else {
-            self.arch.logits(&self.gguf, &mut hidden, logit_rows.len())?
+            self.arch
+                .logits(&self.gguf, &mut hidden, logit_rows.len())?
         };
         // Hand each sequence its rows.
         let n_vocab = shape.n_vocab;

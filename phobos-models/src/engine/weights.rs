@@ -24,7 +24,9 @@ fn shape_error(info: &TensorInfo, expected: &[u64]) -> EngineError {
 
 fn find<'g>(gguf: &'g Gguf, name: &str) -> Result<&'g TensorInfo> {
     gguf.tensor_info(name)
-        .ok_or_else(|| EngineError::MissingTensor { name: name.to_owned() })
+        .ok_or_else(|| EngineError::MissingTensor {
+            name: name.to_owned(),
+        })
 }
 
 impl Linear {
@@ -35,14 +37,28 @@ impl Linear {
         if info.dims != expected {
             return Err(shape_error(info, &expected));
         }
-        let probe = QMatrixRef { ty: info.ty, rows, cols, data: &[] };
+        let probe = QMatrixRef {
+            ty: info.ty,
+            rows,
+            cols,
+            data: &[],
+        };
         if probe.row_bytes().is_none() || !crate::quant::can_dequantize(info.ty) {
             return Err(shape_error(info, &expected));
         }
-        Ok(Linear { rows, cols, info: info.clone() })
+        Ok(Linear {
+            rows,
+            cols,
+            info: info.clone(),
+        })
     }
 
-    pub fn load_optional(gguf: &Gguf, name: &str, cols: usize, rows: usize) -> Result<Option<Linear>> {
+    pub fn load_optional(
+        gguf: &Gguf,
+        name: &str,
+        cols: usize,
+        rows: usize,
+    ) -> Result<Option<Linear>> {
         if gguf.tensor_info(name).is_none() {
             return Ok(None);
         }
@@ -69,7 +85,10 @@ impl Linear {
     pub fn row_into(&self, gguf: &Gguf, row: usize, out: &mut [f32]) -> Result<()> {
         let view = self.view(gguf);
         let row_bytes = view.row_bytes().unwrap_or(0);
-        let bytes = view.data.get(row * row_bytes..(row + 1) * row_bytes).unwrap_or(&[]);
+        let bytes = view
+            .data
+            .get(row * row_bytes..(row + 1) * row_bytes)
+            .unwrap_or(&[]);
         crate::quant::dequantize(view.ty, bytes, out).map_err(|source| {
             EngineError::Gguf(crate::gguf::GgufError::Dequantize {
                 tensor: self.info.name.clone(),

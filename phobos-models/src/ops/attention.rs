@@ -82,7 +82,14 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn reference(s: &AttentionShape, q: &[f32], pos0: usize, k: &[f16], v: &[f16], n_tokens: usize) -> Vec<f64> {
+    fn reference(
+        s: &AttentionShape,
+        q: &[f32],
+        pos0: usize,
+        k: &[f16],
+        v: &[f16],
+        n_tokens: usize,
+    ) -> Vec<f64> {
         let mut out = vec![0f64; n_tokens * s.n_head * s.head_dim_v];
         let group = s.n_head / s.n_head_kv;
         for t in 0..n_tokens {
@@ -97,7 +104,9 @@ mod tests {
                     let mut acc = 0f64;
                     for d in 0..s.head_dim_k {
                         acc += f64::from(q[t * s.n_head * s.head_dim_k + h * s.head_dim_k + d])
-                            * f64::from(k[j * s.n_head_kv * s.head_dim_k + kh * s.head_dim_k + d].to_f32());
+                            * f64::from(
+                                k[j * s.n_head_kv * s.head_dim_k + kh * s.head_dim_k + d].to_f32(),
+                            );
                     }
                     if let Some(cap) = s.softcap {
                         acc = f64::from(cap) * (acc / f64::from(cap)).tanh();
@@ -109,8 +118,9 @@ mod tests {
                 for &(j, sc) in &scores {
                     let p = (sc - max).exp() / denom;
                     for d in 0..s.head_dim_v {
-                        out[t * s.n_head * s.head_dim_v + h * s.head_dim_v + d] +=
-                            p * f64::from(v[j * s.n_head_kv * s.head_dim_v + kh * s.head_dim_v + d].to_f32());
+                        out[t * s.n_head * s.head_dim_v + h * s.head_dim_v + d] += p * f64::from(
+                            v[j * s.n_head_kv * s.head_dim_v + kh * s.head_dim_v + d].to_f32(),
+                        );
                     }
                 }
             }

@@ -21,7 +21,9 @@ pub struct QMatrixRef<'a> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum QMatmulError {
-    #[error("matmul shapes: weight {rows}x{cols} ({ty:?}, {data_len} bytes), activations {x_len} for {m_rows} rows, output {out_len}")]
+    #[error(
+        "matmul shapes: weight {rows}x{cols} ({ty:?}, {data_len} bytes), activations {x_len} for {m_rows} rows, output {out_len}"
+    )]
     Shape {
         ty: GgmlType,
         rows: usize,
@@ -161,8 +163,16 @@ mod tests {
     #[test]
     fn shape_mismatch_is_an_error() {
         let bytes = vec![0u8; 34];
-        let w = QMatrixRef { ty: GgmlType::Q8_0, rows: 1, cols: 32, data: &bytes };
+        let w = QMatrixRef {
+            ty: GgmlType::Q8_0,
+            rows: 1,
+            cols: 32,
+            data: &bytes,
+        };
         let mut out = vec![0f32; 1];
-        assert!(matches!(matmul(&w, &[0.0; 31], 1, &mut out), Err(QMatmulError::Shape { .. })));
+        assert!(matches!(
+            matmul(&w, &[0.0; 31], 1, &mut out),
+            Err(QMatmulError::Shape { .. })
+        ));
     }
 }

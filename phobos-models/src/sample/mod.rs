@@ -45,7 +45,10 @@ impl Default for SamplerConfig {
 
 impl SamplerConfig {
     pub fn greedy() -> Self {
-        Self { temperature: 0.0, ..Self::default() }
+        Self {
+            temperature: 0.0,
+            ..Self::default()
+        }
     }
 }
 
@@ -70,7 +73,11 @@ pub struct Sampler {
 impl Sampler {
     pub fn new(config: SamplerConfig) -> Self {
         let rng = SplitMix64::new(config.seed);
-        Self { config, rng, history: Vec::new() }
+        Self {
+            config,
+            rng,
+            history: Vec::new(),
+        }
     }
 
     pub fn config(&self) -> &SamplerConfig {
@@ -87,11 +94,19 @@ impl Sampler {
         let id = self.choose(logits);
         self.history.push(id);
         let (logprob, top_logprobs) = log_probs(logits, id, n_top_logprobs);
-        SampledToken { id, logprob, top_logprobs }
+        SampledToken {
+            id,
+            logprob,
+            top_logprobs,
+        }
     }
 
     fn choose(&mut self, logits: &[f32]) -> u32 {
-        let mut cand: Vec<(u32, f32)> = logits.iter().enumerate().map(|(i, &l)| (i as u32, l)).collect();
+        let mut cand: Vec<(u32, f32)> = logits
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (i as u32, l))
+            .collect();
         self.apply_penalties(&mut cand);
         let c = &self.config;
         if c.temperature <= 0.0 {
@@ -139,7 +154,8 @@ impl Sampler {
 
     fn apply_penalties(&self, cand: &mut [(u32, f32)]) {
         let c = &self.config;
-        let neutral = c.repeat_penalty == 1.0 && c.presence_penalty == 0.0 && c.frequency_penalty == 0.0;
+        let neutral =
+            c.repeat_penalty == 1.0 && c.presence_penalty == 0.0 && c.frequency_penalty == 0.0;
         if neutral || c.penalty_last_n == 0 {
             return;
         }
@@ -149,7 +165,9 @@ impl Sampler {
             *counts.entry(t).or_default() += 1;
         }
         for (&t, &n) in &counts {
-            let Some(x) = cand.get_mut(t as usize) else { continue };
+            let Some(x) = cand.get_mut(t as usize) else {
+                continue;
+            };
             if x.1 <= 0.0 {
                 x.1 *= c.repeat_penalty;
             } else {
@@ -192,9 +210,15 @@ fn softmax_of(cand: &[(u32, f32)]) -> Vec<f64> {
 /// Log-softmax of `logits` at `id`, and the `n` most likely tokens.
 pub fn log_probs(logits: &[f32], id: u32, n: usize) -> (f32, Vec<(u32, f32)>) {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let log_sum = logits.iter().map(|&l| f64::from(l - max).exp()).sum::<f64>().ln();
+    let log_sum = logits
+        .iter()
+        .map(|&l| f64::from(l - max).exp())
+        .sum::<f64>()
+        .ln();
     let lp = |l: f32| (f64::from(l - max) - log_sum) as f32;
-    let chosen = logits.get(id as usize).map_or(f32::NEG_INFINITY, |&l| lp(l));
+    let chosen = logits
+        .get(id as usize)
+        .map_or(f32::NEG_INFINITY, |&l| lp(l));
     let mut top: Vec<(u32, f32)> = Vec::with_capacity(n + 1);
     if n > 0 {
         for (i, &l) in logits.iter().enumerate() {

@@ -38,12 +38,23 @@ fn add_vocab(w: &mut GgufWriter) -> usize {
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> f32 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((self.0 >> 33) % 20001) as f32 / 10000.0 - 1.0
     }
 }
 
-fn tensor(w: &mut GgufWriter, rng: &mut Rng, name: &str, dims: &[u64], ty: GgmlType, scale: f32, offset: f32) {
+fn tensor(
+    w: &mut GgufWriter,
+    rng: &mut Rng,
+    name: &str,
+    dims: &[u64],
+    ty: GgmlType,
+    scale: f32,
+    offset: f32,
+) {
     let n: u64 = dims.iter().product();
     let values: Vec<f32> = (0..n).map(|_| offset + scale * rng.next()).collect();
     let bytes = if ty == GgmlType::F32 {
@@ -58,7 +69,12 @@ fn tensor(w: &mut GgufWriter, rng: &mut Rng, name: &str, dims: &[u64], ty: GgmlT
 
 /// Writes a tiny `arch` model (gemma3, llama, qwen2, qwen3) to `dir`;
 /// `skip` leaves one tensor out, `matrix_type` is the weights' format.
-pub fn tiny_arch_model(dir: &Path, arch: &str, skip: Option<&str>, matrix_type: GgmlType) -> PathBuf {
+pub fn tiny_arch_model(
+    dir: &Path,
+    arch: &str,
+    skip: Option<&str>,
+    matrix_type: GgmlType,
+) -> PathBuf {
     let mut w = GgufWriter::new();
     w.add("general.architecture", arch).unwrap();
     let n_vocab = add_vocab(&mut w);
@@ -68,19 +84,36 @@ pub fn tiny_arch_model(dir: &Path, arch: &str, skip: Option<&str>, matrix_type: 
     w.add(&key("embedding_length"), N_EMBD as u32).unwrap();
     w.add(&key("feed_forward_length"), N_FF as u32).unwrap();
     w.add(&key("attention.head_count"), N_HEAD as u32).unwrap();
-    w.add(&key("attention.head_count_kv"), N_HEAD_KV as u32).unwrap();
-    w.add(&key("attention.key_length"), HEAD_DIM as u32).unwrap();
-    w.add(&key("attention.value_length"), HEAD_DIM as u32).unwrap();
-    w.add(&key("attention.layer_norm_rms_epsilon"), 1e-6f32).unwrap();
+    w.add(&key("attention.head_count_kv"), N_HEAD_KV as u32)
+        .unwrap();
+    w.add(&key("attention.key_length"), HEAD_DIM as u32)
+        .unwrap();
+    w.add(&key("attention.value_length"), HEAD_DIM as u32)
+        .unwrap();
+    w.add(&key("attention.layer_norm_rms_epsilon"), 1e-6f32)
+        .unwrap();
     w.add(&key("rope.freq_base"), 10000.0f32).unwrap();
     if arch == "gemma3" {
         w.add(&key("attention.sliding_window"), 4u32).unwrap();
-        w.add(&key("attention.sliding_window_pattern"), 2u32).unwrap();
+        w.add(&key("attention.sliding_window_pattern"), 2u32)
+            .unwrap();
     }
     let mut rng = Rng(0x5EED ^ arch.len() as u64);
     let mut tensors: Vec<(String, Vec<u64>, GgmlType, f32, f32)> = vec![
-        ("token_embd.weight".into(), vec![N_EMBD as u64, n_vocab as u64], matrix_type, 1.0, 0.0),
-        ("output_norm.weight".into(), vec![N_EMBD as u64], GgmlType::F32, 0.2, 1.0),
+        (
+            "token_embd.weight".into(),
+            vec![N_EMBD as u64, n_vocab as u64],
+            matrix_type,
+            1.0,
+            0.0,
+        ),
+        (
+            "output_norm.weight".into(),
+            vec![N_EMBD as u64],
+            GgmlType::F32,
+            0.2,
+            1.0,
+        ),
     ];
     let (q, kv) = ((N_HEAD * HEAD_DIM) as u64, (N_HEAD_KV * HEAD_DIM) as u64);
     let d = N_EMBD as u64;
@@ -94,25 +127,61 @@ pub fn tiny_arch_model(dir: &Path, arch: &str, skip: Option<&str>, matrix_type: 
         add("attn_v.weight", vec![d, kv], matrix_type, 0.3, 0.0);
         add("attn_output.weight", vec![q, d], matrix_type, 0.3, 0.0);
         add("ffn_norm.weight", vec![d], GgmlType::F32, 0.2, 1.0);
-        add("ffn_gate.weight", vec![d, N_FF as u64], matrix_type, 0.3, 0.0);
+        add(
+            "ffn_gate.weight",
+            vec![d, N_FF as u64],
+            matrix_type,
+            0.3,
+            0.0,
+        );
         add("ffn_up.weight", vec![d, N_FF as u64], matrix_type, 0.3, 0.0);
-        add("ffn_down.weight", vec![N_FF as u64, d], matrix_type, 0.3, 0.0);
+        add(
+            "ffn_down.weight",
+            vec![N_FF as u64, d],
+            matrix_type,
+            0.3,
+            0.0,
+        );
         if arch == "qwen2" {
             add("attn_q.bias", vec![q], GgmlType::F32, 0.1, 0.0);
             add("attn_k.bias", vec![kv], GgmlType::F32, 0.1, 0.0);
             add("attn_v.bias", vec![kv], GgmlType::F32, 0.1, 0.0);
         }
         if arch == "qwen3" || arch == "gemma3" {
-            add("attn_q_norm.weight", vec![HEAD_DIM as u64], GgmlType::F32, 0.2, 1.0);
-            add("attn_k_norm.weight", vec![HEAD_DIM as u64], GgmlType::F32, 0.2, 1.0);
+            add(
+                "attn_q_norm.weight",
+                vec![HEAD_DIM as u64],
+                GgmlType::F32,
+                0.2,
+                1.0,
+            );
+            add(
+                "attn_k_norm.weight",
+                vec![HEAD_DIM as u64],
+                GgmlType::F32,
+                0.2,
+                1.0,
+            );
         }
         if arch == "gemma3" {
-            add("post_attention_norm.weight", vec![d], GgmlType::F32, 0.2, 1.0);
+            add(
+                "post_attention_norm.weight",
+                vec![d],
+                GgmlType::F32,
+                0.2,
+                1.0,
+            );
             add("post_ffw_norm.weight", vec![d], GgmlType::F32, 0.2, 1.0);
         }
     }
     if arch != "gemma3" {
-        tensors.push(("output.weight".into(), vec![d, n_vocab as u64], matrix_type, 0.5, 0.0));
+        tensors.push((
+            "output.weight".into(),
+            vec![d, n_vocab as u64],
+            matrix_type,
+            0.5,
+            0.0,
+        ));
     }
     for (name, dims, ty, scale, offset) in tensors {
         if skip == Some(name.as_str()) {

@@ -26,13 +26,28 @@ pub enum OutputFormat {
 pub struct BenchArgs {
     pub model: PathBuf,
     /// Prompt lengths to test (comma separated; 0 skips).
-    #[arg(short = 'p', long = "n-prompt", value_delimiter = ',', default_value = "512")]
+    #[arg(
+        short = 'p',
+        long = "n-prompt",
+        value_delimiter = ',',
+        default_value = "512"
+    )]
     pub n_prompt: Vec<usize>,
     /// Generation lengths to test (comma separated; 0 skips).
-    #[arg(short = 'n', long = "n-gen", value_delimiter = ',', default_value = "128")]
+    #[arg(
+        short = 'n',
+        long = "n-gen",
+        value_delimiter = ',',
+        default_value = "128"
+    )]
     pub n_gen: Vec<usize>,
     /// Tokens already in the context before each test.
-    #[arg(short = 'd', long = "n-depth", value_delimiter = ',', default_value = "0")]
+    #[arg(
+        short = 'd',
+        long = "n-depth",
+        value_delimiter = ',',
+        default_value = "0"
+    )]
     pub n_depth: Vec<usize>,
     /// Repetitions of each test.
     #[arg(short = 'r', long = "repetitions", default_value_t = 5)]
@@ -83,12 +98,30 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         description.get_or_insert_with(|| describe(model.gguf()));
         for &depth in &args.n_depth {
             for &n in args.n_prompt.iter().filter(|&&n| n > 0) {
-                let samples = repeat(args.repetitions, || time_prompt(&model, depth, n, args.batch_size))?;
-                rows.push(Row { test: test_name("pp", n, depth), n_prompt: n, n_gen: 0, n_depth: depth, threads, samples_ts: samples });
+                let samples = repeat(args.repetitions, || {
+                    time_prompt(&model, depth, n, args.batch_size)
+                })?;
+                rows.push(Row {
+                    test: test_name("pp", n, depth),
+                    n_prompt: n,
+                    n_gen: 0,
+                    n_depth: depth,
+                    threads,
+                    samples_ts: samples,
+                });
             }
             for &n in args.n_gen.iter().filter(|&&n| n > 0) {
-                let samples = repeat(args.repetitions, || time_gen(&model, depth, n, args.batch_size))?;
-                rows.push(Row { test: test_name("tg", n, depth), n_prompt: 0, n_gen: n, n_depth: depth, threads, samples_ts: samples });
+                let samples = repeat(args.repetitions, || {
+                    time_gen(&model, depth, n, args.batch_size)
+                })?;
+                rows.push(Row {
+                    test: test_name("tg", n, depth),
+                    n_prompt: 0,
+                    n_gen: n,
+                    n_depth: depth,
+                    threads,
+                    samples_ts: samples,
+                });
             }
         }
     }
@@ -104,7 +137,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 }
 
 fn test_name(kind: &str, n: usize, depth: usize) -> String {
-    if depth > 0 { format!("{kind}{n} @ d{depth}") } else { format!("{kind}{n}") }
+    if depth > 0 {
+        format!("{kind}{n} @ d{depth}")
+    } else {
+        format!("{kind}{n}")
+    }
 }
 
 /// One warm-up run, then `reps` timed ones (tokens per second each).
@@ -115,12 +152,23 @@ fn repeat(reps: usize, mut f: impl FnMut() -> anyhow::Result<f64>) -> anyhow::Re
 
 fn random_tokens(model: &Model, n: usize, seed: u64) -> Vec<u32> {
     let mut rng = SplitMix64::new(seed);
-    (0..n).map(|_| (rng.next_u64() % model.n_vocab() as u64) as u32).collect()
+    (0..n)
+        .map(|_| (rng.next_u64() % model.n_vocab() as u64) as u32)
+        .collect()
 }
 
-fn fill(model: &Model, session: &mut phobos_models::engine::Session, tokens: &[u32], batch: usize) -> anyhow::Result<()> {
+fn fill(
+    model: &Model,
+    session: &mut phobos_models::engine::Session,
+    tokens: &[u32],
+    batch: usize,
+) -> anyhow::Result<()> {
     for chunk in tokens.chunks(batch.max(1)) {
-        model.forward(&mut [SeqInput { session, tokens: chunk, logits: LogitsWanted::Last }])?;
+        model.forward(&mut [SeqInput {
+            session,
+            tokens: chunk,
+            logits: LogitsWanted::Last,
+        }])?;
     }
     Ok(())
 }
@@ -140,7 +188,11 @@ fn time_gen(model: &Model, depth: usize, n: usize, batch: usize) -> anyhow::Resu
     let tokens = random_tokens(model, n, 3);
     let t0 = Instant::now();
     for &t in &tokens {
-        model.forward(&mut [SeqInput { session: &mut session, tokens: &[t], logits: LogitsWanted::Last }])?;
+        model.forward(&mut [SeqInput {
+            session: &mut session,
+            tokens: &[t],
+            logits: LogitsWanted::Last,
+        }])?;
     }
     Ok(n as f64 / t0.elapsed().as_secs_f64())
 }
@@ -156,7 +208,10 @@ struct Description {
 fn describe(gguf: &Gguf) -> Description {
     let arch = gguf.arch().unwrap_or("?");
     let label = gguf.get_str("general.size_label").unwrap_or("?");
-    let ftype = gguf.get_u32("general.file_type").ok().map_or("?", file_type_name);
+    let ftype = gguf
+        .get_u32("general.file_type")
+        .ok()
+        .map_or("?", file_type_name);
     Description {
         model_type: format!("{arch} {label} {ftype}"),
         size_bytes: gguf.tensors().iter().map(|t| t.n_bytes).sum(),
@@ -190,16 +245,30 @@ fn file_type_name(ftype: u32) -> &'static str {
 
 fn size_text(bytes: u64) -> String {
     let mib = bytes as f64 / (1024.0 * 1024.0);
-    if mib >= 1024.0 { format!("{:.2} GiB", mib / 1024.0) } else { format!("{mib:.2} MiB") }
+    if mib >= 1024.0 {
+        format!("{:.2} GiB", mib / 1024.0)
+    } else {
+        format!("{mib:.2} MiB")
+    }
 }
 
 fn params_text(n: u64) -> String {
-    if n >= 1_000_000_000 { format!("{:.2} B", n as f64 / 1e9) } else { format!("{:.2} M", n as f64 / 1e6) }
+    if n >= 1_000_000_000 {
+        format!("{:.2} B", n as f64 / 1e9)
+    } else {
+        format!("{:.2} M", n as f64 / 1e6)
+    }
 }
 
 fn print_markdown(out: &mut impl Write, d: &Description, rows: &[Row]) -> anyhow::Result<()> {
-    writeln!(out, "| model                          |       size |     params | backend    | threads |            test |                  t/s |")?;
-    writeln!(out, "| ------------------------------ | ---------: | ---------: | ---------- | ------: | --------------: | -------------------: |")?;
+    writeln!(
+        out,
+        "| model                          |       size |     params | backend    | threads |            test |                  t/s |"
+    )?;
+    writeln!(
+        out,
+        "| ------------------------------ | ---------: | ---------: | ---------- | ------: | --------------: | -------------------: |"
+    )?;
     for r in rows {
         writeln!(
             out,
@@ -217,12 +286,23 @@ fn print_markdown(out: &mut impl Write, d: &Description, rows: &[Row]) -> anyhow
 }
 
 fn print_csv(out: &mut impl Write, d: &Description, rows: &[Row]) -> anyhow::Result<()> {
-    writeln!(out, "model_type,model_size,model_n_params,backends,n_threads,n_prompt,n_gen,n_depth,avg_ts,stddev_ts")?;
+    writeln!(
+        out,
+        "model_type,model_size,model_n_params,backends,n_threads,n_prompt,n_gen,n_depth,avg_ts,stddev_ts"
+    )?;
     for r in rows {
         writeln!(
             out,
             "\"{}\",{},{},\"Phobos CPU\",{},{},{},{},{:.6},{:.6}",
-            d.model_type, d.size_bytes, d.n_params, r.threads, r.n_prompt, r.n_gen, r.n_depth, r.mean(), r.stddev()
+            d.model_type,
+            d.size_bytes,
+            d.n_params,
+            r.threads,
+            r.n_prompt,
+            r.n_gen,
+            r.n_depth,
+            r.mean(),
+            r.stddev()
         )?;
     }
     Ok(())

@@ -25,7 +25,8 @@ pub fn load_model(path: &Path, n_threads: Option<usize>) -> anyhow::Result<Arc<M
             progress_bar.set_position(done);
         })),
     };
-    let model = Model::load(path, options).with_context(|| format!("loading model {}", path.display()));
+    let model =
+        Model::load(path, options).with_context(|| format!("loading model {}", path.display()));
     bar.finish_and_clear();
     model
 }

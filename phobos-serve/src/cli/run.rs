@@ -65,11 +65,12 @@ struct Stats {
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let model = load_model(&args.model, args.threads)?;
-    let n_ctx = if args.ctx_size == 0 || (model.n_ctx_train() > 0 && args.ctx_size > model.n_ctx_train()) {
-        model.n_ctx_train()
-    } else {
-        args.ctx_size
-    };
+    let n_ctx =
+        if args.ctx_size == 0 || (model.n_ctx_train() > 0 && args.ctx_size > model.n_ctx_train()) {
+            model.n_ctx_train()
+        } else {
+            args.ctx_size
+        };
     let mut session = model.new_session(n_ctx)?;
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
@@ -87,17 +88,37 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         penalty_last_n: args.repeat_last_n,
         seed,
     });
-    let mut stats = Stats { prompt_tokens: 0, prompt_secs: 0.0, gen_tokens: 0, gen_secs: 0.0 };
+    let mut stats = Stats {
+        prompt_tokens: 0,
+        prompt_secs: 0.0,
+        gen_tokens: 0,
+        gen_secs: 0.0,
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match &args.prompt {
         Some(prompt) => {
             let messages = vec![ChatMessage::new("user", prompt)];
             let text = render(&model, &messages, args.raw)?;
-            answer(&model, &mut session, &mut sampler, &text, &args, &mut out, &mut stats)?;
+            answer(
+                &model,
+                &mut session,
+                &mut sampler,
+                &text,
+                &args,
+                &mut out,
+                &mut stats,
+            )?;
             writeln!(out)?;
         }
-        None => repl(&model, &mut session, &mut sampler, &args, &mut out, &mut stats)?,
+        None => repl(
+            &model,
+            &mut session,
+            &mut sampler,
+            &args,
+            &mut out,
+            &mut stats,
+        )?,
     }
     out.flush()?;
     print_stats(&stats);
@@ -120,7 +141,12 @@ fn repl(
             eprint!("> ");
         }
         let mut line = String::new();
-        if stdin.lock().read_line(&mut line).context("reading standard input")? == 0 {
+        if stdin
+            .lock()
+            .read_line(&mut line)
+            .context("reading standard input")?
+            == 0
+        {
             return Ok(());
         }
         let line = line.trim_end_matches(['\n', '\r']);
@@ -142,11 +168,19 @@ fn render(model: &Model, messages: &[ChatMessage], raw: bool) -> anyhow::Result<
     let template = match model.chat_template() {
         Some(t) if !raw => t,
         _ => {
-            return Ok(messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n"));
+            return Ok(messages
+                .iter()
+                .map(|m| m.content.as_str())
+                .collect::<Vec<_>>()
+                .join("\n"));
         }
     };
     let tok = model.tokenizer();
-    let piece = |id: Option<u32>| id.and_then(|i| tok.token_text(i)).unwrap_or_default().to_owned();
+    let piece = |id: Option<u32>| {
+        id.and_then(|i| tok.token_text(i))
+            .unwrap_or_default()
+            .to_owned()
+    };
     let request = ChatRequest {
         messages: messages.to_vec(),
         add_generation_prompt: true,
@@ -154,7 +188,9 @@ fn render(model: &Model, messages: &[ChatMessage], raw: bool) -> anyhow::Result<
         eos_token: piece(tok.eos_id()),
         ..ChatRequest::default()
     };
-    template.render(&request).context("rendering the chat template")
+    template
+        .render(&request)
+        .context("rendering the chat template")
 }
 
 /// Feeds the new part of `text` and streams the answer to `out`.
@@ -171,12 +207,16 @@ fn answer(
     let tok = model.tokenizer();
     // A rendered template already starts with BOS text; do not add another.
     let add_special = args.raw || model.chat_template().is_none();
-    let mut tokens = tok.encode(text, add_special, true).context("tokenizing the prompt")?;
+    let mut tokens = tok
+        .encode(text, add_special, true)
+        .context("tokenizing the prompt")?;
     if tokens.is_empty() {
         tokens.extend(tok.bos_id());
     }
     // Keep the cached prefix, but always feed at least one token for logits.
-    let keep = session.common_prefix_len(&tokens).min(tokens.len().saturating_sub(1));
+    let keep = session
+        .common_prefix_len(&tokens)
+        .min(tokens.len().saturating_sub(1));
     session.truncate(keep);
     let new = &tokens[keep..];
     if session.len() + new.len() > session.n_ctx() {
@@ -191,8 +231,16 @@ fn answer(
     let mut logits = Vec::new();
     let chunks: Vec<&[u32]> = new.chunks(args.batch_size.max(1)).collect();
     for (i, chunk) in chunks.iter().enumerate() {
-        let wanted = if i + 1 == chunks.len() { LogitsWanted::Last } else { LogitsWanted::None };
-        let mut outs = model.forward(&mut [SeqInput { session, tokens: chunk, logits: wanted }])?;
+        let wanted = if i + 1 == chunks.len() {
+            LogitsWanted::Last
+        } else {
+            LogitsWanted::None
+        };
+        let mut outs = model.forward(&mut [SeqInput {
+            session,
+            tokens: chunk,
+            logits: wanted,
+        }])?;
         logits = outs.pop().unwrap_or_default();
     }
     stats.prompt_tokens += new.len();
@@ -217,7 +265,11 @@ fn answer(
             tracing::warn!("context of {} tokens is full; stopping", session.n_ctx());
             break;
         }
-        let mut outs = model.forward(&mut [SeqInput { session, tokens: &[token], logits: LogitsWanted::Last }])?;
+        let mut outs = model.forward(&mut [SeqInput {
+            session,
+            tokens: &[token],
+            logits: LogitsWanted::Last,
+        }])?;
         logits = outs.pop().unwrap_or_default();
     }
     let tail = decoder.finish();
