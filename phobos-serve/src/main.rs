@@ -1,5 +1,6 @@
 //! The `phobos` command line.
 
+mod cli;
 mod inspect;
 mod tokenize;
 
@@ -20,6 +21,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Generate text: one answer to PROMPT, or an interactive chat without one.
+    Run(cli::run::RunArgs),
+    /// Measure prompt processing and generation speed (llama-bench's tests).
+    Bench(cli::bench::BenchArgs),
     /// Print a GGUF file's metadata, tensor counts by type and parameter count.
     Inspect {
         model: PathBuf,
@@ -61,6 +66,8 @@ fn main() -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match cli.command {
+        Command::Run(args) => cli::run::run(args),
+        Command::Bench(args) => cli::bench::run(args),
         Command::Inspect { model, tensors } => inspect::run(&model, tensors, &mut out),
         Command::Tokenize {
             model,
