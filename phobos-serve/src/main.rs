@@ -60,7 +60,11 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // The server logs its requests by default; while its dashboard owns the
     // terminal, log lines are dropped instead of drawn over it.
-    let default_level = if matches!(cli.command, Command::Serve(_)) { "info" } else { "warn" };
+    let default_level = if matches!(cli.command, Command::Serve(_)) {
+        "info"
+    } else {
+        "warn"
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_env("PHOBOS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     tracing_subscriber::fmt()

@@ -22,10 +22,14 @@ const SCRIPT: &str = r#"{
 fn have_browser() -> Result<(), String> {
     for path in ["/usr/bin/chromium", "/usr/bin/chromedriver"] {
         if !std::path::Path::new(path).exists() {
-            return Err(format!("{path} is missing: apt-get install -y chromium chromium-driver"));
+            return Err(format!(
+                "{path} is missing: apt-get install -y chromium chromium-driver"
+            ));
         }
     }
-    let selenium = Command::new("python3").args(["-c", "import selenium"]).status();
+    let selenium = Command::new("python3")
+        .args(["-c", "import selenium"])
+        .status();
     if !selenium.is_ok_and(|s| s.success()) {
         return Err("python3 with `selenium` is missing: pip install selenium".into());
     }
@@ -65,6 +69,10 @@ fn chat_page_streams_in_chromium() {
         String::from_utf8_lossy(&output.stderr)
     );
     let png = std::fs::read(&screenshot).unwrap();
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 1000, "no screenshot at {}", screenshot.display());
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 1000,
+        "no screenshot at {}",
+        screenshot.display()
+    );
     eprintln!("screenshot: {}", screenshot.display());
 }

@@ -23,7 +23,10 @@ const CHAT: &str = r#"{"messages": [{"role": "user", "content": "hi"}]}"#;
 /// Splits an SSE body into its `data:` payloads, checking the framing is
 /// exactly `data: PAYLOAD\n\n` per event with nothing else around.
 fn sse_payloads(body: &str) -> Vec<String> {
-    assert!(body.ends_with("\n\n"), "the stream does not end with a blank line: {body:?}");
+    assert!(
+        body.ends_with("\n\n"),
+        "the stream does not end with a blank line: {body:?}"
+    );
     body[..body.len() - 2]
         .split("\n\n")
         .map(|event| {
@@ -67,12 +70,18 @@ fn sse_framing_byte_by_byte() {
         })
     };
     let event = |value: serde_json::Value| format!("data: {value}\n\n");
-    expected.push_str(&event(head(serde_json::json!({"role": "assistant", "content": ""}), serde_json::Value::Null)));
+    expected.push_str(&event(head(
+        serde_json::json!({"role": "assistant", "content": ""}),
+        serde_json::Value::Null,
+    )));
     let mut content = String::new();
     for chunk in &chunks[1..chunks.len() - 2] {
         let piece = chunk["choices"][0]["delta"]["content"].as_str().unwrap();
         content.push_str(piece);
-        expected.push_str(&event(head(serde_json::json!({"content": piece}), serde_json::Value::Null)));
+        expected.push_str(&event(head(
+            serde_json::json!({"content": piece}),
+            serde_json::Value::Null,
+        )));
     }
     assert_eq!(content, "Hello! How can I help you today?");
     expected.push_str(&event(head(serde_json::json!({}), "stop".into())));
@@ -84,9 +93,12 @@ fn sse_framing_byte_by_byte() {
     expected.push_str("data: [DONE]\n\n");
     assert_eq!(text, expected);
     let completion = usage["completion_tokens"].as_u64().unwrap();
-    assert_eq!(usage["total_tokens"].as_u64().unwrap(), usage["prompt_tokens"].as_u64().unwrap() + completion);
-    // One token per content delta here (each piece is complete text), and
-    // one more for the end-of-turn token.
+    assert_eq!(
+        usage["total_tokens"].as_u64().unwrap(),
+        usage["prompt_tokens"].as_u64().unwrap() + completion
+    );
+    // One content delta per token here (each piece is complete text; the
+    // end-of-turn token is not counted).
     assert_eq!(completion as usize, chunks.len() - 3);
 }
 
@@ -128,7 +140,11 @@ fn api_key_guards_everything_but_health_and_page() {
         ("GET", "/metrics", ""),
         ("POST", "/tokenize", r#"{"content": "x"}"#),
     ] {
-        for headers in [&[][..], &["Authorization: Bearer wrong"][..], &["Authorization: sekret"][..]] {
+        for headers in [
+            &[][..],
+            &["Authorization: Bearer wrong"][..],
+            &["Authorization: sekret"][..],
+        ] {
             let response = server.request_with(method, path, body, headers);
             assert_eq!(response.status, 401, "{method} {path} {headers:?}");
             assert_openai_error(&response, path);
@@ -148,28 +164,51 @@ fn tokenize_detokenize_apply_template_and_prefix_reuse() {
         return;
     };
     let server = Server::start(&gemma, SCRIPT, &["--parallel", "2"]);
-    let tokens = server.request("POST", "/tokenize", r#"{"content": "Hello world"}"#).json();
+    let tokens = server
+        .request("POST", "/tokenize", r#"{"content": "Hello world"}"#)
+        .json();
     let ids = tokens["tokens"].as_array().unwrap().clone();
     assert!(!ids.is_empty());
     let text = server
-        .request("POST", "/detokenize", &serde_json::json!({"tokens": ids}).to_string())
+        .request(
+            "POST",
+            "/detokenize",
+            &serde_json::json!({"tokens": ids}).to_string(),
+        )
         .json();
     assert_eq!(text["content"], "Hello world");
     let pieces = server
-        .request("POST", "/tokenize", r#"{"content": "Hello", "with_pieces": true}"#)
+        .request(
+            "POST",
+            "/tokenize",
+            r#"{"content": "Hello", "with_pieces": true}"#,
+        )
         .json();
     assert_eq!(pieces["tokens"][0]["piece"], "Hello");
     let prompt = server.request("POST", "/apply-template", CHAT).json();
-    assert_eq!(prompt["prompt"], "<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n");
+    assert_eq!(
+        prompt["prompt"],
+        "<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n"
+    );
     let models = server.request("GET", "/v1/models", "").json();
     assert_eq!(models["data"][0]["id"], "gemma-3-270m-q4_k_m");
     // A longer conversation that extends the first reuses its prefix.
     let first = server.request("POST", "/v1/chat/completions", CHAT).json();
-    assert_eq!(first["choices"][0]["message"]["content"], "Hello! How can I help you today?");
+    assert_eq!(
+        first["choices"][0]["message"]["content"],
+        "Hello! How can I help you today?"
+    );
     let follow_up = r#"{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello! How can I help you today?"}, {"role": "user", "content": "more"}]}"#;
-    let second = server.request("POST", "/v1/chat/completions", follow_up).json();
-    let cached = second["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap();
-    assert!(cached >= first["usage"]["prompt_tokens"].as_u64().unwrap() - 1, "{second}");
+    let second = server
+        .request("POST", "/v1/chat/completions", follow_up)
+        .json();
+    let cached = second["usage"]["prompt_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        cached >= first["usage"]["prompt_tokens"].as_u64().unwrap() - 1,
+        "{second}"
+    );
     let metrics = server.request("GET", "/metrics", "").text();
     for name in [
         "phobos_requests_total{status=\"200\"}",
@@ -192,14 +231,20 @@ fn read_until(stream: &mut std::net::TcpStream, needle: &str) -> String {
     let mut buf = [0u8; 4096];
     while !String::from_utf8_lossy(&seen).contains(needle) {
         let n = stream.read(&mut buf).unwrap();
-        assert!(n > 0, "closed before {needle:?}: {}", String::from_utf8_lossy(&seen));
+        assert!(
+            n > 0,
+            "closed before {needle:?}: {}",
+            String::from_utf8_lossy(&seen)
+        );
         seen.extend_from_slice(&buf[..n]);
     }
     String::from_utf8_lossy(&seen).into_owned()
 }
 
 fn start_stream(server: &Server, content: &str) -> std::net::TcpStream {
-    let body = serde_json::json!({"messages": [{"role": "user", "content": content}], "stream": true}).to_string();
+    let body =
+        serde_json::json!({"messages": [{"role": "user", "content": content}], "stream": true})
+            .to_string();
     let mut stream = server.connect();
     write!(
         stream,
@@ -220,7 +265,15 @@ fn full_queue_answers_503_and_disconnect_cancels() {
     let server = Server::start(&gemma, &script, &["--parallel", "1", "--queue", "1"]);
     let mut running = start_stream(&server, "long please");
     read_until(&mut running, "\"role\"");
-    let mut waiting = start_stream(&server, "long please");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.metric("phobos_slots_active") < 1.0 {
+        assert!(
+            Instant::now() < deadline,
+            "the first request never got the slot"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let waiting = start_stream(&server, "long please");
     // The second waits in the queue...
     let deadline = Instant::now() + Duration::from_secs(5);
     while server.metric("phobos_queue_depth") < 1.0 {
@@ -236,10 +289,13 @@ fn full_queue_answers_503_and_disconnect_cancels() {
     // before the 20-token answers (4 s each) would end.
     let hung_up = Instant::now();
     drop(running);
-    drop(waiting.try_clone().unwrap());
-    waiting.shutdown(std::net::Shutdown::Both).unwrap();
+    drop(waiting);
     server.wait_idle();
-    assert!(hung_up.elapsed() < Duration::from_secs(3), "cancellation took {:?}", hung_up.elapsed());
+    assert!(
+        hung_up.elapsed() < Duration::from_secs(3),
+        "cancellation took {:?}",
+        hung_up.elapsed()
+    );
     let after = server.request("POST", "/v1/chat/completions", CHAT);
     assert_eq!(after.status, 200);
 }
@@ -277,50 +333,204 @@ fn raw_post(body: &[u8]) -> Vec<u8> {
 
 fn cases() -> Vec<Case> {
     let case = |name, send, status| Case { name, send, status };
-    let long_prompt = format!(r#"{{"messages": [{{"role": "user", "content": "{}"}}]}}"#, "word ".repeat(3000));
-    let big_body = format!(r#"{{"messages": [{{"role": "user", "content": "{}"}}]}}"#, "x".repeat(70_000));
+    let long_prompt = format!(
+        r#"{{"messages": [{{"role": "user", "content": "{}"}}]}}"#,
+        "word ".repeat(3000)
+    );
+    let big_body = format!(
+        r#"{{"messages": [{{"role": "user", "content": "{}"}}]}}"#,
+        "x".repeat(70_000)
+    );
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     vec![
         case("malformed JSON", chat("{\"messages\": ["), 400),
         case("empty body", chat(""), 400),
         case("body is an array", chat("[1, 2]"), 400),
         case("body is a string", chat("\"hi\""), 400),
-        case("body is not UTF-8", Send::Raw(raw_post(b"{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\"}]}")), 400),
+        case(
+            "body is not UTF-8",
+            Send::Raw(raw_post(
+                b"{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\"}]}",
+            )),
+            400,
+        ),
         case("JSON nested 100000 deep", chat(&deep), 400),
         case("no messages", chat("{}"), 400),
         case("empty messages", chat(r#"{"messages": []}"#), 400),
         case("messages not a list", chat(r#"{"messages": "hi"}"#), 400),
         case("message not an object", chat(r#"{"messages": [42]}"#), 400),
-        case("message without role", chat(r#"{"messages": [{"content": "hi"}]}"#), 400),
-        case("unknown role", chat(r#"{"messages": [{"role": "wizard", "content": "hi"}]}"#), 400),
-        case("content a number", chat(r#"{"messages": [{"role": "user", "content": 7}]}"#), 400),
-        case("temperature a string", chat(r#"{"messages": [{"role": "user", "content": "hi"}], "temperature": "hot"}"#), 400),
-        case("temperature too high", chat(r#"{"messages": [{"role": "user", "content": "hi"}], "temperature": 9}"#), 400),
-        case("top_p zero", chat(r#"{"messages": [{"role": "user", "content": "hi"}], "top_p": 0}"#), 400),
-        case("negative max_tokens", chat(r#"{"messages": [{"role": "user", "content": "hi"}], "max_tokens": -1}"#), 400),
-        case("max_tokens huge float", chat(r#"{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1e300}"#), 400),
-        case("n of 3", chat(r#"{"messages": [{"role": "user", "content": "hi"}], "n": 3}"#), 400),
-        case("stop a number", chat(r#"{"messages": [{"role": "user", "content": "hi"}], "stop": 5}"#), 400),
-        case("top_logprobs without logprobs", chat(r#"{"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2}"#), 400),
-        case("top_logprobs 50", chat(r#"{"messages": [{"role": "user", "content": "hi"}], "logprobs": true, "top_logprobs": 50}"#), 400),
-        case("unknown model", chat(r#"{"model": "gpt-9", "messages": [{"role": "user", "content": "hi"}]}"#), 404),
-        case("bad response_format", chat(r#"{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "yaml"}}"#), 400),
-        case("malformed tool", chat(r#"{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]}"#), 400),
-        case("stream a string", chat(r#"{"messages": [{"role": "user", "content": "hi"}], "stream": "yes"}"#), 400),
+        case(
+            "message without role",
+            chat(r#"{"messages": [{"content": "hi"}]}"#),
+            400,
+        ),
+        case(
+            "unknown role",
+            chat(r#"{"messages": [{"role": "wizard", "content": "hi"}]}"#),
+            400,
+        ),
+        case(
+            "content a number",
+            chat(r#"{"messages": [{"role": "user", "content": 7}]}"#),
+            400,
+        ),
+        case(
+            "temperature a string",
+            chat(r#"{"messages": [{"role": "user", "content": "hi"}], "temperature": "hot"}"#),
+            400,
+        ),
+        case(
+            "temperature too high",
+            chat(r#"{"messages": [{"role": "user", "content": "hi"}], "temperature": 9}"#),
+            400,
+        ),
+        case(
+            "top_p zero",
+            chat(r#"{"messages": [{"role": "user", "content": "hi"}], "top_p": 0}"#),
+            400,
+        ),
+        case(
+            "negative max_tokens",
+            chat(r#"{"messages": [{"role": "user", "content": "hi"}], "max_tokens": -1}"#),
+            400,
+        ),
+        case(
+            "max_tokens huge float",
+            chat(r#"{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1e300}"#),
+            400,
+        ),
+        case(
+            "n of 3",
+            chat(r#"{"messages": [{"role": "user", "content": "hi"}], "n": 3}"#),
+            400,
+        ),
+        case(
+            "stop a number",
+            chat(r#"{"messages": [{"role": "user", "content": "hi"}], "stop": 5}"#),
+            400,
+        ),
+        case(
+            "top_logprobs without logprobs",
+            chat(r#"{"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2}"#),
+            400,
+        ),
+        case(
+            "top_logprobs 50",
+            chat(
+                r#"{"messages": [{"role": "user", "content": "hi"}], "logprobs": true, "top_logprobs": 50}"#,
+            ),
+            400,
+        ),
+        case(
+            "unknown model",
+            chat(r#"{"model": "gpt-9", "messages": [{"role": "user", "content": "hi"}]}"#),
+            404,
+        ),
+        case(
+            "bad response_format",
+            chat(
+                r#"{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "yaml"}}"#,
+            ),
+            400,
+        ),
+        case(
+            "malformed tool",
+            chat(
+                r#"{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]}"#,
+            ),
+            400,
+        ),
+        case(
+            "stream a string",
+            chat(r#"{"messages": [{"role": "user", "content": "hi"}], "stream": "yes"}"#),
+            400,
+        ),
         case("prompt over the context", chat(&long_prompt), 400),
         case("body over the size limit", chat(&big_body), 413),
-        case("completions prompt an object", Send::Request("POST", "/v1/completions", r#"{"prompt": {"a": 1}}"#.into(), &[]), 400),
-        case("completions token id out of range", Send::Request("POST", "/v1/completions", r#"{"prompt": [1, 99999999]}"#.into(), &[]), 400),
-        case("completions echo", Send::Request("POST", "/v1/completions", r#"{"prompt": "x", "echo": true}"#.into(), &[]), 400),
-        case("detokenize strings", Send::Request("POST", "/detokenize", r#"{"tokens": ["a"]}"#.into(), &[]), 400),
-        case("tokenize without content", Send::Request("POST", "/tokenize", "{}".into(), &[]), 400),
-        case("GET on a POST route", Send::Request("GET", "/v1/chat/completions", String::new(), &[]), 405),
-        case("DELETE on models", Send::Request("DELETE", "/v1/models", String::new(), &[]), 405),
-        case("unknown path", Send::Request("POST", "/v1/nothing", "{}".into(), &[]), 404),
-        case("path traversal", Send::Request("GET", "/../../etc/passwd", String::new(), &[]), 404),
-        case("Content-Length not a number", Send::Raw(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}".to_vec()), 400),
-        case("garbage request line", Send::Raw(b"HELLO\r\n\r\n".to_vec()), 400),
-        case("huge header", Send::Raw(format!("GET /health HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "a".repeat(200_000)).into_bytes()), 431),
+        case(
+            "completions prompt an object",
+            Send::Request(
+                "POST",
+                "/v1/completions",
+                r#"{"prompt": {"a": 1}}"#.into(),
+                &[],
+            ),
+            400,
+        ),
+        case(
+            "completions token id out of range",
+            Send::Request(
+                "POST",
+                "/v1/completions",
+                r#"{"prompt": [1, 99999999]}"#.into(),
+                &[],
+            ),
+            400,
+        ),
+        case(
+            "completions echo",
+            Send::Request(
+                "POST",
+                "/v1/completions",
+                r#"{"prompt": "x", "echo": true}"#.into(),
+                &[],
+            ),
+            400,
+        ),
+        case(
+            "detokenize strings",
+            Send::Request("POST", "/detokenize", r#"{"tokens": ["a"]}"#.into(), &[]),
+            400,
+        ),
+        case(
+            "tokenize without content",
+            Send::Request("POST", "/tokenize", "{}".into(), &[]),
+            400,
+        ),
+        case(
+            "GET on a POST route",
+            Send::Request("GET", "/v1/chat/completions", String::new(), &[]),
+            405,
+        ),
+        case(
+            "DELETE on models",
+            Send::Request("DELETE", "/v1/models", String::new(), &[]),
+            405,
+        ),
+        case(
+            "unknown path",
+            Send::Request("POST", "/v1/nothing", "{}".into(), &[]),
+            404,
+        ),
+        case(
+            "path traversal",
+            Send::Request("GET", "/../../etc/passwd", String::new(), &[]),
+            404,
+        ),
+        case(
+            "Content-Length not a number",
+            Send::Raw(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}"
+                    .to_vec(),
+            ),
+            400,
+        ),
+        case(
+            "garbage request line",
+            Send::Raw(b"HELLO\r\n\r\n".to_vec()),
+            400,
+        ),
+        case(
+            "huge header",
+            Send::Raw(
+                format!(
+                    "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+                    "a".repeat(1_000_000)
+                )
+                .into_bytes(),
+            ),
+            431,
+        ),
         case("slow client", Send::Stall, 408),
         case("truncated body", Send::Truncated, 400),
     ]
@@ -328,7 +538,9 @@ fn cases() -> Vec<Case> {
 
 fn run_case(server: &Server, case: &Case) -> Option<Response> {
     match &case.send {
-        Send::Request(method, path, body, headers) => Some(server.request_with(method, path, body, headers)),
+        Send::Request(method, path, body, headers) => {
+            Some(server.request_with(method, path, body, headers))
+        }
         Send::Raw(bytes) => {
             let mut stream = server.connect();
             let _ = stream.write_all(bytes);
@@ -362,18 +574,36 @@ fn hostile_requests_get_openai_errors_and_lose_nothing() {
     let server = Server::start(
         &gemma,
         SCRIPT,
-        &["--max-body-bytes", "65536", "--read-timeout-secs", "1", "--ctx-size", "2048", "--parallel", "2"],
+        &[
+            "--max-body-bytes",
+            "65536",
+            "--read-timeout-secs",
+            "1",
+            "--ctx-size",
+            "2048",
+            "--parallel",
+            "2",
+        ],
     );
     let cases = cases();
     assert!(cases.len() >= 25);
     let mut failures = Vec::new();
     for case in &cases {
         let Some(response) = run_case(&server, case) else {
-            failures.push(format!("{}: the connection closed without an answer", case.name));
+            failures.push(format!(
+                "{}: the connection closed without an answer",
+                case.name
+            ));
             continue;
         };
         if response.status != case.status {
-            failures.push(format!("{}: status {} (wanted {}): {}", case.name, response.status, case.status, response.text()));
+            failures.push(format!(
+                "{}: status {} (wanted {}): {}",
+                case.name,
+                response.status,
+                case.status,
+                response.text()
+            ));
             continue;
         }
         // hyper answers unparseable HTTP itself, with no body; every answer
@@ -381,10 +611,21 @@ fn hostile_requests_get_openai_errors_and_lose_nothing() {
         if !response.body.is_empty() {
             let body: Result<serde_json::Value, _> = serde_json::from_slice(&response.body);
             match body {
-                Ok(body) if body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()) && body["error"]["type"].is_string() => {}
-                _ => failures.push(format!("{}: not an OpenAI error: {}", case.name, response.text())),
+                Ok(body)
+                    if body["error"]["message"]
+                        .as_str()
+                        .is_some_and(|m| !m.is_empty())
+                        && body["error"]["type"].is_string() => {}
+                _ => failures.push(format!(
+                    "{}: not an OpenAI error: {}",
+                    case.name,
+                    response.text()
+                )),
             }
-        } else if case.status < 400 || ![400, 431].contains(&case.status) || matches!(case.send, Send::Request(..)) {
+        } else if case.status < 400
+            || ![400, 431].contains(&case.status)
+            || matches!(case.send, Send::Request(..))
+        {
             failures.push(format!("{}: empty body", case.name));
         }
     }
@@ -396,7 +637,10 @@ fn hostile_requests_get_openai_errors_and_lose_nothing() {
     server.wait_idle();
     let ok = server.request("POST", "/v1/chat/completions", CHAT);
     assert_eq!(ok.status, 200, "{}", ok.text());
-    assert_eq!(ok.json()["choices"][0]["message"]["content"], "Hello! How can I help you today?");
+    assert_eq!(
+        ok.json()["choices"][0]["message"]["content"],
+        "Hello! How can I help you today?"
+    );
     assert_eq!(server.metric("phobos_slots_active"), 0.0);
     assert_eq!(server.metric("phobos_queue_depth"), 0.0);
     assert_eq!(server.metric("phobos_slots_total"), 2.0);

@@ -73,7 +73,12 @@ fn openai_client_end_to_end() {
         .arg(script)
         .args(["--base-url", &server.url(), "--model", &server.model_id])
         .args(["--api-key", key])
-        .args(["--tools-base-url", &tools.url(), "--tools-model", &tools.model_id])
+        .args([
+            "--tools-base-url",
+            &tools.url(),
+            "--tools-model",
+            &tools.model_id,
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);

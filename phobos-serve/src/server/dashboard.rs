@@ -57,7 +57,14 @@ pub fn spawn(model: Arc<dyn ModelInfo>, metrics: Arc<Metrics>, listen: SocketAdd
                 push_sample(&mut prompt_history, metrics.prompt_tokens_per_second());
                 push_sample(&mut decode_history, metrics.decode_tokens_per_second());
                 let drawn = terminal.draw(|frame| {
-                    draw(frame, &*model, &metrics, listen, &prompt_history, &decode_history);
+                    draw(
+                        frame,
+                        &*model,
+                        &metrics,
+                        listen,
+                        &prompt_history,
+                        &decode_history,
+                    );
                 });
                 if drawn.is_err() {
                     break;
@@ -65,7 +72,8 @@ pub fn spawn(model: Arc<dyn ModelInfo>, metrics: Arc<Metrics>, listen: SocketAdd
                 if event::poll(REFRESH).unwrap_or(false)
                     && let Ok(Event::Key(key)) = event::read()
                 {
-                    let ctrl_c = key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
+                    let ctrl_c = key.code == KeyCode::Char('c')
+                        && key.modifiers.contains(KeyModifiers::CONTROL);
                     if key.code == KeyCode::Char('q') || ctrl_c {
                         ratatui::restore();
                         ACTIVE.store(false, Ordering::Relaxed);
@@ -128,28 +136,45 @@ fn draw(
         )),
     ];
     frame.render_widget(
-        Paragraph::new(summary).block(Block::default().borders(Borders::ALL).title(" phobos serve ")),
+        Paragraph::new(summary).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" phobos serve "),
+        ),
         header,
     );
-    let [prompt_area, decode_area] = Layout::horizontal([Constraint::Percentage(50); 2]).areas(rates);
+    let [prompt_area, decode_area] =
+        Layout::horizontal([Constraint::Percentage(50); 2]).areas(rates);
     let prompt: Vec<u64> = prompt_history.iter().copied().collect();
     let decode: Vec<u64> = decode_history.iter().copied().collect();
     frame.render_widget(
         Sparkline::default()
-            .block(Block::default().borders(Borders::ALL).title(" prompt tok/s "))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(" prompt tok/s "),
+            )
             .data(&prompt)
             .style(Style::default().fg(Color::Cyan)),
         prompt_area,
     );
     frame.render_widget(
         Sparkline::default()
-            .block(Block::default().borders(Borders::ALL).title(" decode tok/s "))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(" decode tok/s "),
+            )
             .data(&decode)
             .style(Style::default().fg(Color::Green)),
         decode_area,
     );
     let rows = metrics.recent_requests().into_iter().rev().map(|request| {
-        let color = if request.status < 400 { Color::Green } else { Color::Red };
+        let color = if request.status < 400 {
+            Color::Green
+        } else {
+            Color::Red
+        };
         Row::new(vec![
             request.status.to_string(),
             format!("{} ms", request.latency_ms),
@@ -158,9 +183,20 @@ fn draw(
         .style(Style::default().fg(color))
     });
     frame.render_widget(
-        Table::new(rows, [Constraint::Length(6), Constraint::Length(10), Constraint::Min(10)])
-            .header(Row::new(vec!["status", "latency", "path"]))
-            .block(Block::default().borders(Borders::ALL).title(" recent requests ")),
+        Table::new(
+            rows,
+            [
+                Constraint::Length(6),
+                Constraint::Length(10),
+                Constraint::Min(10),
+            ],
+        )
+        .header(Row::new(vec!["status", "latency", "path"]))
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" recent requests "),
+        ),
         requests,
     );
 }

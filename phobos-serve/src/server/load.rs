@@ -31,19 +31,35 @@ pub fn model_id(args: &ServeArgs) -> String {
     })
 }
 
-pub fn tokenizer_and_template(gguf: &Gguf, template_file: Option<&Path>) -> anyhow::Result<(Tokenizer, ChatTemplate)> {
+pub fn tokenizer_and_template(
+    gguf: &Gguf,
+    template_file: Option<&Path>,
+) -> anyhow::Result<(Tokenizer, ChatTemplate)> {
     let tokenizer = Tokenizer::from_gguf(gguf).context("building the tokenizer")?;
     let template = match template_file {
         Some(path) => {
-            let source = std::fs::read_to_string(path).with_context(|| format!("reading the chat template {}", path.display()))?;
-            ChatTemplate::new(source).with_context(|| format!("parsing the chat template {}", path.display()))?
+            let source = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the chat template {}", path.display()))?;
+            ChatTemplate::new(source)
+                .with_context(|| format!("parsing the chat template {}", path.display()))?
         }
         None => match ChatTemplate::from_gguf(gguf).context("loading the model's chat template")? {
             Some(template) => template,
             None => {
                 let arch = gguf.get_str("general.architecture").unwrap_or("");
-                let fallback = if arch.starts_with("gemma") { GEMMA_TEMPLATE } else { CHATML_TEMPLATE };
-                tracing::info!("the model has no chat template; using the built-in {} one", if arch.starts_with("gemma") { "Gemma" } else { "ChatML" });
+                let fallback = if arch.starts_with("gemma") {
+                    GEMMA_TEMPLATE
+                } else {
+                    CHATML_TEMPLATE
+                };
+                tracing::info!(
+                    "the model has no chat template; using the built-in {} one",
+                    if arch.starts_with("gemma") {
+                        "Gemma"
+                    } else {
+                        "ChatML"
+                    }
+                );
                 ChatTemplate::new(fallback).context("parsing the built-in chat template")?
             }
         },
@@ -52,7 +68,14 @@ pub fn tokenizer_and_template(gguf: &Gguf, template_file: Option<&Path>) -> anyh
 }
 
 pub fn scripted(args: &ServeArgs, script: &Path) -> anyhow::Result<ScriptedBackend> {
-    let gguf = Gguf::open(&args.model).with_context(|| format!("opening {}", args.model.display()))?;
+    let gguf =
+        Gguf::open(&args.model).with_context(|| format!("opening {}", args.model.display()))?;
     let (tokenizer, template) = tokenizer_and_template(&gguf, args.chat_template_file.as_deref())?;
-    ScriptedBackend::new(model_id(args), tokenizer, template, args.context_len_per_slot(), script)
+    ScriptedBackend::new(
+        model_id(args),
+        tokenizer,
+        template,
+        args.context_len_per_slot(),
+        script,
+    )
 }

@@ -106,7 +106,10 @@ impl Metrics {
             let _ = writeln!(out, "phobos_requests_total{{status=\"{status}\"}} {count}");
         }
         let mut metric = |name: &str, kind: &str, help: &str, value: f64| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+            );
         };
         metric(
             "phobos_prompt_tokens_total",

@@ -1,5 +1,5 @@
 //! `phobos serve MODEL.gguf`: an OpenAI-compatible HTTP server (axum/tokio)
-//! over an [`InferenceBackend`], with continuous batching over `--parallel`
+//! over an [`backend::InferenceBackend`], with continuous batching over `--parallel`
 //! slots, a chat page at `/`, Prometheus metrics and a terminal dashboard.
 //!
 //! The server starts listening before the model is loaded (so `/health`
@@ -26,8 +26,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context;
-
-pub use backend::{BackendError, InferenceBackend, ModelInfo, SamplingParams, StepOutput, TokenLogprob};
 
 use metrics::Metrics;
 use params::SamplingDefaults;
@@ -140,7 +138,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 /// Serves `load`'s backend: listens at once, loads, then answers.
 pub fn serve<B, L>(args: ServeArgs, load: L) -> anyhow::Result<()>
 where
-    B: InferenceBackend,
+    B: backend::InferenceBackend,
     L: FnOnce(&ServeArgs) -> anyhow::Result<B> + Send + 'static,
 {
     let dashboard = !args.no_dashboard && std::io::stdout().is_terminal();
@@ -161,7 +159,9 @@ where
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .with_context(|| format!("listening on {}", args.listen))?;
-        let local = listener.local_addr().context("reading the listening address")?;
+        let local = listener
+            .local_addr()
+            .context("reading the listening address")?;
         if !local.ip().is_loopback() && state.api_key.is_none() {
             tracing::warn!(
                 "listening on {local}, reachable from other machines, without an API key: \
@@ -190,7 +190,7 @@ where
             args.queue,
             metrics.clone(),
         )?;
-        let model: Arc<dyn ModelInfo> = backend;
+        let model: Arc<dyn backend::ModelInfo> = backend;
         tracing::info!(
             model = model.model_id(),
             backend = model.backend_name(),

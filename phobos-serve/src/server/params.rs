@@ -65,7 +65,10 @@ impl<'a> Fields<'a> {
             return Ok(None);
         };
         let number = value.as_f64().ok_or_else(|| {
-            ApiError::invalid(name, format!("'{name}' must be a number, not {}", type_name(value)))
+            ApiError::invalid(
+                name,
+                format!("'{name}' must be a number, not {}", type_name(value)),
+            )
         })?;
         if !(min..=max).contains(&number) {
             return Err(ApiError::invalid(
@@ -182,7 +185,10 @@ pub fn common_params(
     if let Some(n) = fields.integer("n", 0, u64::MAX)?
         && n != 1
     {
-        return Err(ApiError::invalid("n", format!("'n' must be 1 (one choice per request), got {n}")));
+        return Err(ApiError::invalid(
+            "n",
+            format!("'n' must be 1 (one choice per request), got {n}"),
+        ));
     }
     let max_tokens = match fields.integer("max_completion_tokens", 1, u32::MAX as u64)? {
         Some(n) => Some(n),
@@ -222,7 +228,10 @@ pub fn common_params(
             Some("text" | "json_object") => {}
             Some("json_schema") => {
                 format.object("json_schema")?.ok_or_else(|| {
-                    ApiError::invalid("response_format", "'json_schema' needs a 'json_schema' object")
+                    ApiError::invalid(
+                        "response_format",
+                        "'json_schema' needs a 'json_schema' object",
+                    )
                 })?;
             }
             other => {
@@ -255,9 +264,13 @@ pub fn common_params(
         seed: match fields.get("seed") {
             None => defaults.seed,
             // OpenAI's seed is any integer; negative ones map to u64 bits.
-            Some(value) => Some(value.as_i64().map(|v| v as u64).or(value.as_u64()).ok_or_else(
-                || ApiError::invalid("seed", "'seed' must be an integer"),
-            )?),
+            Some(value) => Some(
+                value
+                    .as_i64()
+                    .map(|v| v as u64)
+                    .or(value.as_u64())
+                    .ok_or_else(|| ApiError::invalid("seed", "'seed' must be an integer"))?,
+            ),
         },
         logprobs: false,
         top_logprobs: 0,

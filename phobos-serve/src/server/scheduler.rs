@@ -28,7 +28,9 @@ pub struct Job {
 #[derive(Debug)]
 pub enum Event {
     /// The prompt is in the cache; `cached_tokens` of it were reused.
-    Started { cached_tokens: usize },
+    Started {
+        cached_tokens: usize,
+    },
     Token(StepOutput),
     /// No more tokens: the model ended (`Stop`) or a limit was reached.
     Finished(FinishReason),
@@ -98,9 +100,10 @@ pub fn start<B: InferenceBackend>(
     for _ in 0..n_slots {
         slots.push(backend.new_slot()?);
     }
-    metrics
-        .kv_capacity_tokens
-        .store((n_slots * backend.context_len_per_slot()) as u64, Ordering::Relaxed);
+    metrics.kv_capacity_tokens.store(
+        (n_slots * backend.context_len_per_slot()) as u64,
+        Ordering::Relaxed,
+    );
     metrics.slots_total.store(n_slots as u64, Ordering::Relaxed);
     let shared = Arc::new((
         Mutex::new(Queue {
@@ -218,9 +221,7 @@ fn step_active<B: InferenceBackend>(
     active: &mut [Option<Active>],
     metrics: &Metrics,
 ) {
-    let indices: Vec<usize> = (0..active.len())
-        .filter(|&i| active[i].is_some())
-        .collect();
+    let indices: Vec<usize> = (0..active.len()).filter(|&i| active[i].is_some()).collect();
     if indices.is_empty() {
         return;
     }

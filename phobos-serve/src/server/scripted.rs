@@ -170,7 +170,9 @@ impl InferenceBackend for ScriptedBackend {
                 .pending
                 .pop()
                 .or_else(|| self.tokenizer.eos_id())
-                .ok_or_else(|| BackendError("the script ran out and the model has no EOS".into()))?;
+                .ok_or_else(|| {
+                    BackendError("the script ran out and the model has no EOS".into())
+                })?;
             slot.cache.push(token);
             // Made-up but well-formed: the chosen token is the most likely,
             // the alternatives are the next ids, each less likely.

@@ -131,7 +131,9 @@ impl Server {
 
     pub fn connect(&self) -> TcpStream {
         let stream = TcpStream::connect(&self.addr).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
         stream
     }
 
@@ -156,7 +158,8 @@ impl Server {
     /// Waits (up to 5 s) until no slot is active and nothing is queued.
     pub fn wait_idle(&self) {
         for _ in 0..100 {
-            if self.metric("phobos_slots_active") == 0.0 && self.metric("phobos_queue_depth") == 0.0 {
+            if self.metric("phobos_slots_active") == 0.0 && self.metric("phobos_queue_depth") == 0.0
+            {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -206,7 +209,12 @@ pub fn parse_response(bytes: &[u8]) -> Response {
     let text_end = bytes
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no complete response head in {:?}", String::from_utf8_lossy(bytes)));
+        .unwrap_or_else(|| {
+            panic!(
+                "no complete response head in {:?}",
+                String::from_utf8_lossy(bytes)
+            )
+        });
     let head = String::from_utf8_lossy(&bytes[..text_end]).into_owned();
     let mut lines = head.split("\r\n");
     let status_line = lines.next().unwrap();
@@ -219,7 +227,11 @@ pub fn parse_response(bytes: &[u8]) -> Response {
     let chunked = headers
         .iter()
         .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
-    let body = if chunked { dechunk(raw_body) } else { raw_body.to_vec() };
+    let body = if chunked {
+        dechunk(raw_body)
+    } else {
+        raw_body.to_vec()
+    };
     Response {
         status,
         headers,
@@ -233,7 +245,8 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
         let Some(line_end) = raw.windows(2).position(|w| w == b"\r\n") else {
             panic!("truncated chunked body");
         };
-        let size = usize::from_str_radix(std::str::from_utf8(&raw[..line_end]).unwrap().trim(), 16).unwrap();
+        let size = usize::from_str_radix(std::str::from_utf8(&raw[..line_end]).unwrap().trim(), 16)
+            .unwrap();
         raw = &raw[line_end + 2..];
         if size == 0 {
             return body;
@@ -251,6 +264,12 @@ pub fn assert_openai_error(response: &Response, context: &str) {
         error["message"].as_str().is_some_and(|m| !m.is_empty()),
         "{context}: no error message in {body}"
     );
-    assert!(error["type"].is_string(), "{context}: no error type in {body}");
-    assert!(error.get("code").is_some(), "{context}: no error code in {body}");
+    assert!(
+        error["type"].is_string(),
+        "{context}: no error type in {body}"
+    );
+    assert!(
+        error.get("code").is_some(),
+        "{context}: no error code in {body}"
+    );
 }

@@ -34,7 +34,9 @@ impl FromRequest<Arc<AppState>> for JsonBody {
                 ));
             }
             Ok(Ok(bytes)) => bytes,
-            Ok(Err(BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_)))) => {
+            Ok(Err(BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(
+                _,
+            )))) => {
                 return Err(ApiError::new(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     "request_too_large",

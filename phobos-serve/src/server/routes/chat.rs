@@ -13,7 +13,9 @@ use tokio::sync::mpsc;
 use super::body::JsonBody;
 use crate::server::backend::ModelInfo;
 use crate::server::error::ApiError;
-use crate::server::generate::{Generation, Step, TokenLogprobs, finish_reason_text, new_id, unix_now};
+use crate::server::generate::{
+    Generation, Step, TokenLogprobs, finish_reason_text, new_id, unix_now,
+};
 use crate::server::params::{Fields, common_params};
 use crate::server::state::AppState;
 use crate::server::text::markup::{MarkupParser, Piece};
@@ -28,19 +30,28 @@ pub struct ChatPrompt {
 
 /// Renders `messages` (and `tools`) through the model's own chat template.
 pub fn render_chat(model: &dyn ModelInfo, fields: &Fields<'_>) -> Result<ChatPrompt, ApiError> {
-    let raw_messages = fields
-        .array("messages")?
-        .ok_or_else(|| ApiError::invalid("messages", "'messages' is required: a list of {role, content} objects"))?;
+    let raw_messages = fields.array("messages")?.ok_or_else(|| {
+        ApiError::invalid(
+            "messages",
+            "'messages' is required: a list of {role, content} objects",
+        )
+    })?;
     if raw_messages.is_empty() {
-        return Err(ApiError::invalid("messages", "'messages' must not be empty"));
+        return Err(ApiError::invalid(
+            "messages",
+            "'messages' must not be empty",
+        ));
     }
     let mut messages = Vec::with_capacity(raw_messages.len());
     for (index, raw) in raw_messages.iter().enumerate() {
         let invalid = |what: String| ApiError::invalid(&format!("messages[{index}]"), what);
         if !raw.is_object() {
-            return Err(invalid(format!("messages[{index}] must be an object with 'role' and 'content'")));
+            return Err(invalid(format!(
+                "messages[{index}] must be an object with 'role' and 'content'"
+            )));
         }
-        let mut message = ChatMessage::from_openai_json(raw).map_err(|e| invalid(format!("messages[{index}]: {e}")))?;
+        let mut message = ChatMessage::from_openai_json(raw)
+            .map_err(|e| invalid(format!("messages[{index}]: {e}")))?;
         message.role = match message.role.as_str() {
             "developer" => "system".into(),
             "system" | "user" | "assistant" | "tool" => message.role,
@@ -56,11 +67,16 @@ pub fn render_chat(model: &dyn ModelInfo, fields: &Fields<'_>) -> Result<ChatPro
     let mut tools = Vec::new();
     if let Some(items) = fields.array("tools")? {
         for (index, tool) in items.iter().enumerate() {
-            let name = tool.get("function").and_then(|f| f.get("name")).and_then(Value::as_str);
+            let name = tool
+                .get("function")
+                .and_then(|f| f.get("name"))
+                .and_then(Value::as_str);
             if tool.get("type").and_then(Value::as_str) != Some("function") || name.is_none() {
                 return Err(ApiError::invalid(
                     &format!("tools[{index}]"),
-                    format!("tools[{index}] must be {{\"type\": \"function\", \"function\": {{\"name\": ..., \"parameters\": ...}}}}"),
+                    format!(
+                        "tools[{index}] must be {{\"type\": \"function\", \"function\": {{\"name\": ..., \"parameters\": ...}}}}"
+                    ),
                 ));
             }
             if !choice_none {
@@ -73,7 +89,11 @@ pub fn render_chat(model: &dyn ModelInfo, fields: &Fields<'_>) -> Result<ChatPro
         extra.extend(kwargs.0.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
     let tokenizer = model.tokenizer();
-    let token_text = |id: Option<u32>| id.and_then(|id| tokenizer.token_text(id)).unwrap_or("").to_owned();
+    let token_text = |id: Option<u32>| {
+        id.and_then(|id| tokenizer.token_text(id))
+            .unwrap_or("")
+            .to_owned()
+    };
     let request = ChatRequest {
         messages,
         tools: tools.clone(),
@@ -83,10 +103,11 @@ pub fn render_chat(model: &dyn ModelInfo, fields: &Fields<'_>) -> Result<ChatPro
         extra,
         now_unix_seconds: None,
     };
-    let text = model
-        .chat_template()
-        .render(&request)
-        .map_err(|e| ApiError::bad_request(format!("the chat template could not render these messages: {e}")))?;
+    let text = model.chat_template().render(&request).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the chat template could not render these messages: {e}"
+        ))
+    })?;
     let in_reasoning = text.trim_end().ends_with("<think>");
     Ok(ChatPrompt {
         text,
@@ -99,7 +120,10 @@ pub fn render_chat(model: &dyn ModelInfo, fields: &Fields<'_>) -> Result<ChatPro
 /// it already; special-token text is parsed.
 pub fn tokenize_prompt(model: &dyn ModelInfo, text: &str) -> Result<Vec<u32>, ApiError> {
     let tokenizer = model.tokenizer();
-    let bos_text = tokenizer.bos_id().and_then(|id| tokenizer.token_text(id)).unwrap_or("");
+    let bos_text = tokenizer
+        .bos_id()
+        .and_then(|id| tokenizer.token_text(id))
+        .unwrap_or("");
     let add_bos = tokenizer.adds_bos() && (bos_text.is_empty() || !text.starts_with(bos_text));
     let mut ids = tokenizer
         .encode(text, false, true)
@@ -110,7 +134,10 @@ pub fn tokenize_prompt(model: &dyn ModelInfo, text: &str) -> Result<Vec<u32>, Ap
     Ok(ids)
 }
 
-pub async fn chat_completions(State(state): State<Arc<AppState>>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+pub async fn chat_completions(
+    State(state): State<Arc<AppState>>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let loaded = state.loaded()?;
     let model = loaded.model.clone();
     let fields = Fields(&body);
@@ -118,7 +145,10 @@ pub async fn chat_completions(State(state): State<Arc<AppState>>, JsonBody(body)
     params.sampling.logprobs = fields.boolean("logprobs")?.unwrap_or(false);
     if let Some(top) = fields.integer("top_logprobs", 0, 20)? {
         if !params.sampling.logprobs {
-            return Err(ApiError::invalid("top_logprobs", "'top_logprobs' needs 'logprobs': true"));
+            return Err(ApiError::invalid(
+                "top_logprobs",
+                "'top_logprobs' needs 'logprobs': true",
+            ));
         }
         params.sampling.top_logprobs = top as u32;
     }
@@ -189,7 +219,11 @@ fn tool_call_json(index: usize, name: &str, arguments: &str) -> Value {
     })
 }
 
-async fn complete(mut generation: Generation, mut parser: MarkupParser, meta: Meta) -> Result<Response, ApiError> {
+async fn complete(
+    mut generation: Generation,
+    mut parser: MarkupParser,
+    meta: Meta,
+) -> Result<Response, ApiError> {
     let (mut content, mut reasoning) = (String::new(), String::new());
     let mut tool_calls = Vec::new();
     let mut logprobs = Vec::new();
@@ -247,10 +281,20 @@ async fn complete(mut generation: Generation, mut parser: MarkupParser, meta: Me
 }
 
 pub fn engine_error(message: String) -> ApiError {
-    ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, "engine_error", format!("generation failed: {message}"))
+    ApiError::new(
+        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+        "engine_error",
+        format!("generation failed: {message}"),
+    )
 }
 
-fn chunk(meta: &Meta, delta: Value, logprobs: Value, finish: Value, include_usage: bool) -> SseEvent {
+fn chunk(
+    meta: &Meta,
+    delta: Value,
+    logprobs: Value,
+    finish: Value,
+    include_usage: bool,
+) -> SseEvent {
     let mut body = json!({
         "id": meta.id,
         "object": "chat.completion.chunk",
@@ -271,11 +315,18 @@ type Events = mpsc::Sender<Result<SseEvent, Infallible>>;
 /// the client goes away the channel closes and the task drops the
 /// generation, which frees the slot.
 pub fn sse_response(rx: mpsc::Receiver<Result<SseEvent, Infallible>>) -> impl IntoResponse {
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
 
-fn stream(generation: Generation, parser: MarkupParser, meta: Meta, include_usage: bool) -> impl IntoResponse {
+fn stream(
+    generation: Generation,
+    parser: MarkupParser,
+    meta: Meta,
+    include_usage: bool,
+) -> impl IntoResponse {
     let (tx, rx) = mpsc::channel(16);
     tokio::spawn(async move {
         let cancelled = tx.clone();
@@ -287,13 +338,27 @@ fn stream(generation: Generation, parser: MarkupParser, meta: Meta, include_usag
     sse_response(rx)
 }
 
-async fn pump(mut generation: Generation, mut parser: MarkupParser, meta: Meta, include_usage: bool, tx: Events) {
+async fn pump(
+    mut generation: Generation,
+    mut parser: MarkupParser,
+    meta: Meta,
+    include_usage: bool,
+    tx: Events,
+) {
     let send = |event: SseEvent| {
         let tx = tx.clone();
         async move { tx.send(Ok(event)).await.is_ok() }
     };
     let no_logprobs = Value::Null;
-    if !send(chunk(&meta, json!({"role": "assistant", "content": ""}), no_logprobs.clone(), Value::Null, include_usage)).await {
+    if !send(chunk(
+        &meta,
+        json!({"role": "assistant", "content": ""}),
+        no_logprobs.clone(),
+        Value::Null,
+        include_usage,
+    ))
+    .await
+    {
         return;
     }
     let mut tool_index = 0;
@@ -302,33 +367,72 @@ async fn pump(mut generation: Generation, mut parser: MarkupParser, meta: Meta, 
             Step::Text(text, entries) => (parser.push(&text), entries),
             Step::Done(reason) => break reason,
             Step::Failed(message) => {
-                let _ = send(SseEvent::default().data(engine_error(message).body().to_string())).await;
+                let _ =
+                    send(SseEvent::default().data(engine_error(message).body().to_string())).await;
                 return;
             }
         };
-        let mut logprobs = if meta.logprobs && !entries.is_empty() { logprobs_json(&entries) } else { Value::Null };
+        let mut logprobs = if meta.logprobs && !entries.is_empty() {
+            logprobs_json(&entries)
+        } else {
+            Value::Null
+        };
         if pieces.is_empty() && !logprobs.is_null() {
             // Text held back (a possible stop string or marker) still has
             // its tokens' log-probabilities reported, with empty content.
-            if !send(chunk(&meta, json!({"content": ""}), logprobs, Value::Null, include_usage)).await {
+            if !send(chunk(
+                &meta,
+                json!({"content": ""}),
+                logprobs,
+                Value::Null,
+                include_usage,
+            ))
+            .await
+            {
                 return;
             }
             continue;
         }
         for piece in pieces {
             let logprobs = std::mem::take(&mut logprobs);
-            if !send_piece(&meta, piece, &mut tool_index, logprobs, include_usage, &send).await {
+            if !send_piece(
+                &meta,
+                piece,
+                &mut tool_index,
+                logprobs,
+                include_usage,
+                &send,
+            )
+            .await
+            {
                 return;
             }
         }
     };
     for piece in parser.finish() {
-        if !send_piece(&meta, piece, &mut tool_index, Value::Null, include_usage, &send).await {
+        if !send_piece(
+            &meta,
+            piece,
+            &mut tool_index,
+            Value::Null,
+            include_usage,
+            &send,
+        )
+        .await
+        {
             return;
         }
     }
     let finish = finish_reason_text(reason, tool_index > 0);
-    if !send(chunk(&meta, json!({}), Value::Null, finish.into(), include_usage)).await {
+    if !send(chunk(
+        &meta,
+        json!({}),
+        Value::Null,
+        finish.into(),
+        include_usage,
+    ))
+    .await
+    {
         return;
     }
     if include_usage {
@@ -348,27 +452,61 @@ async fn pump(mut generation: Generation, mut parser: MarkupParser, meta: Meta, 
     let _ = send(SseEvent::default().data("[DONE]")).await;
 }
 
-async fn send_piece<F, Fut>(meta: &Meta, piece: Piece, tool_index: &mut usize, logprobs: Value, include_usage: bool, send: &F) -> bool
+async fn send_piece<F, Fut>(
+    meta: &Meta,
+    piece: Piece,
+    tool_index: &mut usize,
+    logprobs: Value,
+    include_usage: bool,
+    send: &F,
+) -> bool
 where
     F: Fn(SseEvent) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
     match piece {
-        Piece::Content(text) => send(chunk(meta, json!({"content": text}), logprobs, Value::Null, include_usage)).await,
-        Piece::Reasoning(text) => send(chunk(meta, json!({"reasoning_content": text}), logprobs, Value::Null, include_usage)).await,
+        Piece::Content(text) => {
+            send(chunk(
+                meta,
+                json!({"content": text}),
+                logprobs,
+                Value::Null,
+                include_usage,
+            ))
+            .await
+        }
+        Piece::Reasoning(text) => {
+            send(chunk(
+                meta,
+                json!({"reasoning_content": text}),
+                logprobs,
+                Value::Null,
+                include_usage,
+            ))
+            .await
+        }
         Piece::ToolCall { name, arguments } => {
             // As OpenAI streams calls: id, type and name first with empty
             // arguments, then the arguments in fragments.
             let index = *tool_index;
             *tool_index += 1;
             let head = tool_call_json(index, &name, "");
-            if !send(chunk(meta, json!({"tool_calls": [head]}), logprobs, Value::Null, include_usage)).await {
+            if !send(chunk(
+                meta,
+                json!({"tool_calls": [head]}),
+                logprobs,
+                Value::Null,
+                include_usage,
+            ))
+            .await
+            {
                 return false;
             }
             let chars: Vec<char> = arguments.chars().collect();
             for fragment in chars.chunks(16) {
                 let fragment: String = fragment.iter().collect();
-                let delta = json!({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]});
+                let delta =
+                    json!({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]});
                 if !send(chunk(meta, delta, Value::Null, Value::Null, include_usage)).await {
                     return false;
                 }

@@ -11,11 +11,16 @@ use tokio::sync::mpsc;
 use super::body::JsonBody;
 use super::chat::{engine_error, sse_response, tokenize_prompt};
 use crate::server::error::ApiError;
-use crate::server::generate::{Generation, Step, TokenLogprobs, finish_reason_text, new_id, unix_now};
+use crate::server::generate::{
+    Generation, Step, TokenLogprobs, finish_reason_text, new_id, unix_now,
+};
 use crate::server::params::{Fields, common_params};
 use crate::server::state::AppState;
 
-pub async fn completions(State(state): State<Arc<AppState>>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+pub async fn completions(
+    State(state): State<Arc<AppState>>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let loaded = state.loaded()?;
     let model = loaded.model.clone();
     let fields = Fields(&body);
@@ -26,30 +31,53 @@ pub async fn completions(State(state): State<Arc<AppState>>, JsonBody(body): Jso
         params.sampling.top_logprobs = n as u32;
     }
     if fields.boolean("echo")? == Some(true) {
-        return Err(ApiError::invalid("echo", "'echo' is not supported; leave it false"));
+        return Err(ApiError::invalid(
+            "echo",
+            "'echo' is not supported; leave it false",
+        ));
     }
-    let invalid_prompt = || ApiError::invalid("prompt", "'prompt' must be a string, a list of one string, or a list of token ids");
+    let invalid_prompt = || {
+        ApiError::invalid(
+            "prompt",
+            "'prompt' must be a string, a list of one string, or a list of token ids",
+        )
+    };
     let ids = match fields.get("prompt") {
         None => return Err(ApiError::invalid("prompt", "'prompt' is required")),
         Some(Value::String(text)) => tokenize_prompt(&*model, text)?,
-        Some(Value::Array(items)) if items.len() == 1 && items[0].is_string() => tokenize_prompt(&*model, items[0].as_str().unwrap_or(""))?,
+        Some(Value::Array(items)) if items.len() == 1 && items[0].is_string() => {
+            tokenize_prompt(&*model, items[0].as_str().unwrap_or(""))?
+        }
         Some(Value::Array(items)) if items.iter().all(Value::is_u64) => {
             let n_vocab = model.tokenizer().n_tokens() as u64;
             items
                 .iter()
                 .map(|v| match v.as_u64() {
                     Some(id) if id < n_vocab => Ok(id as u32),
-                    _ => Err(ApiError::invalid("prompt", format!("token ids must be below the vocabulary size {n_vocab}"))),
+                    _ => Err(ApiError::invalid(
+                        "prompt",
+                        format!("token ids must be below the vocabulary size {n_vocab}"),
+                    )),
                 })
                 .collect::<Result<Vec<u32>, _>>()?
         }
         Some(Value::Array(items)) if items.len() > 1 && items.iter().all(Value::is_string) => {
-            return Err(ApiError::invalid("prompt", "send one prompt per request (a list of several prompts is not supported)"));
+            return Err(ApiError::invalid(
+                "prompt",
+                "send one prompt per request (a list of several prompts is not supported)",
+            ));
         }
         Some(_) => return Err(invalid_prompt()),
     };
     let logprobs = params.sampling.logprobs;
-    let mut generation = Generation::start(model.clone(), &loaded.scheduler, ids, params.sampling, params.max_tokens, params.stop)?;
+    let mut generation = Generation::start(
+        model.clone(),
+        &loaded.scheduler,
+        ids,
+        params.sampling,
+        params.max_tokens,
+        params.stop,
+    )?;
     let meta = Meta {
         id: new_id("cmpl-"),
         created: unix_now(),
@@ -146,7 +174,12 @@ fn chunk(meta: &Meta, text: &str, logprobs: Value, finish: Value, include_usage:
     SseEvent::default().data(body.to_string())
 }
 
-async fn pump(mut generation: Generation, meta: Meta, include_usage: bool, tx: mpsc::Sender<Result<SseEvent, std::convert::Infallible>>) {
+async fn pump(
+    mut generation: Generation,
+    meta: Meta,
+    include_usage: bool,
+    tx: mpsc::Sender<Result<SseEvent, std::convert::Infallible>>,
+) {
     let mut text_offset = 0;
     let reason = loop {
         match generation.next().await {
@@ -154,21 +187,49 @@ async fn pump(mut generation: Generation, meta: Meta, include_usage: bool, tx: m
                 if text.is_empty() && entries.is_empty() {
                     continue;
                 }
-                let logprobs = if meta.logprobs { logprobs_json(&entries, text_offset) } else { Value::Null };
+                let logprobs = if meta.logprobs {
+                    logprobs_json(&entries, text_offset)
+                } else {
+                    Value::Null
+                };
                 text_offset += text.len();
-                if tx.send(Ok(chunk(&meta, &text, logprobs, Value::Null, include_usage))).await.is_err() {
+                if tx
+                    .send(Ok(chunk(
+                        &meta,
+                        &text,
+                        logprobs,
+                        Value::Null,
+                        include_usage,
+                    )))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
             Step::Done(reason) => break reason,
             Step::Failed(message) => {
-                let _ = tx.send(Ok(SseEvent::default().data(engine_error(message).body().to_string()))).await;
+                let _ = tx
+                    .send(Ok(
+                        SseEvent::default().data(engine_error(message).body().to_string())
+                    ))
+                    .await;
                 return;
             }
         }
     };
     let finish = finish_reason_text(reason, false);
-    if tx.send(Ok(chunk(&meta, "", Value::Null, finish.into(), include_usage))).await.is_err() {
+    if tx
+        .send(Ok(chunk(
+            &meta,
+            "",
+            Value::Null,
+            finish.into(),
+            include_usage,
+        )))
+        .await
+        .is_err()
+    {
         return;
     }
     if include_usage {
@@ -177,7 +238,11 @@ async fn pump(mut generation: Generation, meta: Meta, include_usage: bool, tx: m
             "system_fingerprint": crate::server::FINGERPRINT,
             "choices": [], "usage": usage(&generation),
         });
-        if tx.send(Ok(SseEvent::default().data(body.to_string()))).await.is_err() {
+        if tx
+            .send(Ok(SseEvent::default().data(body.to_string())))
+            .await
+            .is_err()
+        {
             return;
         }
     }

@@ -30,7 +30,10 @@ pub async fn health(State(state): State<Arc<AppState>>) -> Response {
 
 pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         state.metrics.render(),
     )
         .into_response()
@@ -57,10 +60,15 @@ pub async fn models(State(state): State<Arc<AppState>>) -> Result<Response, ApiE
 
 /// `{"content": TEXT, "add_special": bool, "with_pieces": bool}` →
 /// `{"tokens": [...]}` (ids, or `{"id", "piece"}` objects with pieces).
-pub async fn tokenize(State(state): State<Arc<AppState>>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+pub async fn tokenize(
+    State(state): State<Arc<AppState>>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let model = &state.loaded()?.model;
     let fields = Fields(&body);
-    let content = fields.string("content")?.ok_or_else(|| ApiError::invalid("content", "'content' (the text to tokenize) is required"))?;
+    let content = fields.string("content")?.ok_or_else(|| {
+        ApiError::invalid("content", "'content' (the text to tokenize) is required")
+    })?;
     let add_special = fields.boolean("add_special")?.unwrap_or(false);
     let parse_special = fields.boolean("parse_special")?.unwrap_or(true);
     let with_pieces = fields.boolean("with_pieces")?.unwrap_or(false);
@@ -85,16 +93,26 @@ pub async fn tokenize(State(state): State<Arc<AppState>>, JsonBody(body): JsonBo
 }
 
 /// `{"tokens": [ids]}` → `{"content": TEXT}`.
-pub async fn detokenize(State(state): State<Arc<AppState>>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+pub async fn detokenize(
+    State(state): State<Arc<AppState>>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let model = &state.loaded()?.model;
     let fields = Fields(&body);
-    let items = fields.array("tokens")?.ok_or_else(|| ApiError::invalid("tokens", "'tokens' (a list of token ids) is required"))?;
+    let items = fields
+        .array("tokens")?
+        .ok_or_else(|| ApiError::invalid("tokens", "'tokens' (a list of token ids) is required"))?;
     let n_vocab = model.tokenizer().n_tokens() as u64;
     let ids = items
         .iter()
         .map(|v| match v.as_u64() {
             Some(id) if id < n_vocab => Ok(id as u32),
-            _ => Err(ApiError::invalid("tokens", format!("'tokens' must hold integer ids below the vocabulary size {n_vocab}, got {v}"))),
+            _ => Err(ApiError::invalid(
+                "tokens",
+                format!(
+                    "'tokens' must hold integer ids below the vocabulary size {n_vocab}, got {v}"
+                ),
+            )),
         })
         .collect::<Result<Vec<u32>, _>>()?;
     Ok(axum::Json(json!({"content": model.tokenizer().decode(&ids, true)})).into_response())
@@ -102,7 +120,10 @@ pub async fn detokenize(State(state): State<Arc<AppState>>, JsonBody(body): Json
 
 /// `{"messages": [...], "tools": [...]}` → `{"prompt": TEXT}`: the prompt the
 /// chat template renders.
-pub async fn apply_template(State(state): State<Arc<AppState>>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+pub async fn apply_template(
+    State(state): State<Arc<AppState>>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let model = &state.loaded()?.model;
     let prompt = render_chat(&**model, &Fields(&body))?;
     Ok(axum::Json(json!({"prompt": prompt.text})).into_response())

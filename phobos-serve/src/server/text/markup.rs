@@ -63,11 +63,6 @@ impl MarkupParser {
         }
     }
 
-    /// How many tool calls were returned so far.
-    pub fn tool_calls(&self) -> usize {
-        self.tool_calls
-    }
-
     pub fn push(&mut self, text: &str) -> Vec<Piece> {
         self.held.push_str(text);
         let mut out = Vec::new();
@@ -303,7 +298,10 @@ mod tests {
             ]
         );
         // Without tools in the request the markup is plain text.
-        assert_eq!(parse("a <tool_call>x</tool_call>", false, false), vec![content("a <tool_call>x</tool_call>")]);
+        assert_eq!(
+            parse("a <tool_call>x</tool_call>", false, false),
+            vec![content("a <tool_call>x</tool_call>")]
+        );
     }
 
     #[test]
@@ -341,6 +339,9 @@ mod tests {
             vec![content("<tool_call>not json</tool_call>")]
         );
         assert_eq!(parse("a <tool", true, false), vec![content("a <tool")]);
-        assert_eq!(parse("x < y  and  z", true, false), vec![content("x < y  and  z")]);
+        assert_eq!(
+            parse("x < y  and  z", true, false),
+            vec![content("x < y  and  z")]
+        );
     }
 }

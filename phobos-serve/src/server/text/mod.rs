@@ -14,7 +14,9 @@ pub fn partial_marker_len(text: &str, markers: &[&str]) -> usize {
         let longest = marker.len().saturating_sub(1).min(text.len());
         for len in (best + 1..=longest).rev() {
             let start = text.len() - len;
-            if text.is_char_boundary(start) && marker.as_bytes().starts_with(&text.as_bytes()[start..]) {
+            if text.is_char_boundary(start)
+                && marker.as_bytes().starts_with(&text.as_bytes()[start..])
+            {
                 best = len;
                 break;
             }
@@ -30,7 +32,10 @@ mod tests {
     #[test]
     fn holds_back_only_marker_prefixes() {
         assert_eq!(partial_marker_len("hello <to", &["<tool_call>"]), 3);
-        assert_eq!(partial_marker_len("hello <", &["<tool_call>", "<think>"]), 1);
+        assert_eq!(
+            partial_marker_len("hello <", &["<tool_call>", "<think>"]),
+            1
+        );
         assert_eq!(partial_marker_len("hello", &["<tool_call>"]), 0);
         assert_eq!(partial_marker_len("é<", &["<x>"]), 1);
         assert_eq!(partial_marker_len("ab", &["abc", "b"]), 2);

@@ -77,7 +77,10 @@ mod tests {
 
     #[test]
     fn stop_split_over_tokens_is_not_emitted() {
-        assert_eq!(run(&["END"], &["one E", "N", "D two"]), ("one ".into(), true));
+        assert_eq!(
+            run(&["END"], &["one E", "N", "D two"]),
+            ("one ".into(), true)
+        );
         assert_eq!(run(&["END"], &["one EN", "x"]), ("one ENx".into(), false));
         assert_eq!(run(&["\n\n", "b"], &["a\n", "\nb"]), ("a".into(), true));
         assert_eq!(run(&[], &["a", "b"]), ("ab".into(), false));
