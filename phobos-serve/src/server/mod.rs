@@ -198,11 +198,11 @@ where
             ctx_per_slot = model.context_len_per_slot(),
             "model loaded"
         );
-        println!("phobos serve: model {} ready", model.model_id());
         let _ = state.loaded.set(Loaded {
             model: model.clone(),
             scheduler: scheduler.clone(),
         });
+        println!("phobos serve: model {} ready", model.model_id());
         let dashboard_task = dashboard.then(|| dashboard::spawn(model, metrics, local));
         let result = server.await.context("the server task panicked")?;
         scheduler.shutdown();

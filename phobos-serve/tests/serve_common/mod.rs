@@ -79,6 +79,7 @@ impl Server {
             .args(["--listen", "127.0.0.1:0", "--no-dashboard"])
             .args(extra)
             .env_remove("PHOBOS_API_KEY")
+            .env("PHOBOS_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
