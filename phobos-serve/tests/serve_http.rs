@@ -645,3 +645,33 @@ fn hostile_requests_get_openai_errors_and_lose_nothing() {
     assert_eq!(server.metric("phobos_queue_depth"), 0.0);
     assert_eq!(server.metric("phobos_slots_total"), 2.0);
 }
+
+#[test]
+fn non_streaming_client_that_hangs_up_frees_its_slot() {
+    let Some(gemma) = serve_common::gemma() else {
+        return;
+    };
+    // 21 tokens at 150 ms: 3 s if nobody cancelled it.
+    let script = SCRIPT.replace("\"replies\"", "\"delay_ms_per_token\": 150, \"replies\"");
+    let server = Server::start(&gemma, &script, &["--parallel", "1"]);
+    let body = r#"{"messages": [{"role": "user", "content": "long please"}]}"#;
+    let mut stream = server.connect();
+    write!(
+        stream,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.metric("phobos_slots_active") < 1.0 {
+        assert!(Instant::now() < deadline, "the request never got the slot");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stream);
+    server.wait_idle();
+    let generated = server.metric("phobos_generated_tokens_total");
+    assert!(
+        generated < 15.0,
+        "{generated} tokens were generated for a client that left"
+    );
+}

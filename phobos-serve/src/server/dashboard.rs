@@ -111,9 +111,11 @@ fn draw(
         Constraint::Min(4),
     ])
     .areas(frame.area());
+    // The engine's own count when it keeps one, else the process's
+    // resident memory.
     let memory = match model.memory_bytes() {
-        0 => "unknown".to_owned(),
-        bytes => format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64),
+        0 => resident_bytes().map_or_else(|| "unknown".to_owned(), |b| format!("{} (RSS)", gib(b))),
+        bytes => gib(bytes),
     };
     let summary = vec![
         Line::from(format!(
@@ -199,4 +201,17 @@ fn draw(
         ),
         requests,
     );
+}
+
+fn gib(bytes: u64) -> String {
+    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
+/// Resident set size from /proc (Linux; `None` elsewhere).
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // The page size is 4 KiB on the x86-64 and most arm64 Linux machines
+    // this runs on; an estimate is enough for a dashboard.
+    Some(pages * 4096)
 }
