@@ -60,7 +60,10 @@ mod properties {
         points.push(chars.len());
         points.sort_unstable();
         points.dedup();
-        points.windows(2).map(|w| chars[w[0]..w[1]].iter().collect()).collect()
+        points
+            .windows(2)
+            .map(|w| chars[w[0]..w[1]].iter().collect())
+            .collect()
     }
 
     fn stop_run(stops: &[String], pieces: &[String]) -> (String, bool) {
@@ -80,7 +83,10 @@ mod properties {
     fn markup_run(pieces: &[String]) -> Vec<Piece> {
         let mut parser = MarkupParser::new(true, false);
         let mut out: Vec<Piece> = Vec::new();
-        let all = pieces.iter().flat_map(|p| parser.push(p)).collect::<Vec<_>>();
+        let all = pieces
+            .iter()
+            .flat_map(|p| parser.push(p))
+            .collect::<Vec<_>>();
         for piece in all.into_iter().chain(parser.finish()) {
             match (out.last_mut(), piece) {
                 (Some(Piece::Content(a)), Piece::Content(b)) => a.push_str(&b),
@@ -96,8 +102,20 @@ mod properties {
     fn marker_text() -> impl Strategy<Value = String> {
         prop::collection::vec(
             prop::sample::select(vec![
-                "<", ">", "/", "think", "tool_call", "{\"name\": \"f\", \"arguments\": {}}", " ", "\n", "a",
-                "é", "[TOOL_CALLS]", "END", "EN", "D",
+                "<",
+                ">",
+                "/",
+                "think",
+                "tool_call",
+                "{\"name\": \"f\", \"arguments\": {}}",
+                " ",
+                "\n",
+                "a",
+                "é",
+                "[TOOL_CALLS]",
+                "END",
+                "EN",
+                "D",
             ]),
             0..40,
         )
