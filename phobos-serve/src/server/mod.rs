@@ -51,8 +51,8 @@ pub struct ServeArgs {
     /// prompt plus answer. Default: 4096 per slot.
     #[arg(long)]
     pub ctx_size: Option<usize>,
-    /// Requests that may wait for a free slot; more are answered 503 with
-    /// Retry-After.
+    /// Requests that may wait for a free slot (at least 1); more are
+    /// answered 503 with Retry-After.
     #[arg(long, default_value_t = 64)]
     pub queue: usize,
     /// Require `Authorization: Bearer KEY` on every route but /health and /.
@@ -142,6 +142,15 @@ where
     L: FnOnce(&ServeArgs) -> anyhow::Result<B> + Send + 'static,
 {
     let dashboard = !args.no_dashboard && std::io::stdout().is_terminal();
+    let read_timeout = Duration::try_from_secs_f64(args.read_timeout_secs)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .with_context(|| {
+            format!(
+                "--read-timeout-secs must be a positive number of seconds, got {}",
+                args.read_timeout_secs
+            )
+        })?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -154,7 +163,7 @@ where
             api_key: args.api_key.clone().filter(|k| !k.is_empty()),
             defaults: args.defaults(),
             max_body_bytes: args.max_body_bytes,
-            read_timeout: Duration::from_secs_f64(args.read_timeout_secs.max(0.001)),
+            read_timeout,
         });
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await

@@ -65,7 +65,8 @@ impl Scheduler {
     pub fn submit(&self, job: Job) -> Result<(), QueueFull> {
         let (lock, wake) = &*self.shared;
         let mut queue = lock.lock().unwrap_or_else(|e| e.into_inner());
-        if queue.jobs.len() >= self.max_queue {
+        // A job always passes through the queue, so it holds at least one.
+        if queue.jobs.len() >= self.max_queue.max(1) {
             return Err(QueueFull(queue.jobs.len()));
         }
         queue.jobs.push_back(job);

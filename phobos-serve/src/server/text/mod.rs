@@ -130,7 +130,7 @@ mod properties {
             stops in prop::collection::vec(prop::sample::select(vec!["END", "<t", "a a", "é"]), 0..3),
         ) {
             let stops: Vec<String> = stops.into_iter().map(str::to_owned).collect();
-            let whole = stop_run(&stops, &[text.clone()]);
+            let whole = stop_run(&stops, std::slice::from_ref(&text));
             let pieces = split(&text, &cuts);
             prop_assert_eq!(stop_run(&stops, &pieces), whole.clone());
             // The reference: everything before the first stop string.
@@ -146,7 +146,7 @@ mod properties {
             text in marker_text(),
             cuts in prop::collection::vec(0usize..200, 0..20),
         ) {
-            let whole = markup_run(&[text.clone()]);
+            let whole = markup_run(std::slice::from_ref(&text));
             let pieces = split(&text, &cuts);
             prop_assert_eq!(markup_run(&pieces), whole);
         }
