@@ -54,6 +54,10 @@ pub struct RunArgs {
     /// Tokens per prompt-processing batch.
     #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
     pub batch_size: usize,
+    /// Serve the model over the OpenAI API on this address instead (the
+    /// original tool's spelling of `phobos serve MODEL --listen ADDR`).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 struct Stats {
@@ -64,6 +68,23 @@ struct Stats {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    if let Some(listen) = args.listen {
+        let mut serve = crate::server::ServeArgs::for_model(&args.model, listen)?;
+        serve.temp = args.temp;
+        serve.top_k = u32::try_from(args.top_k).unwrap_or(u32::MAX);
+        serve.top_p = args.top_p;
+        serve.min_p = args.min_p;
+        serve.presence_penalty = args.presence_penalty;
+        serve.frequency_penalty = args.frequency_penalty;
+        serve.repeat_penalty = args.repeat_penalty;
+        serve.seed = args.seed;
+        serve.threads = args.threads;
+        serve.n_predict = usize::try_from(args.n_predict).ok();
+        if args.ctx_size > 0 {
+            serve.ctx_size = Some(args.ctx_size * serve.parallel as usize);
+        }
+        return crate::server::run(serve);
+    }
     let model = load_model(&args.model, args.threads)?;
     let n_ctx =
         if args.ctx_size == 0 || (model.n_ctx_train() > 0 && args.ctx_size > model.n_ctx_train()) {
