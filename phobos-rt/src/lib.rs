@@ -17,8 +17,10 @@ mod dtype;
 mod element;
 mod error;
 pub mod host;
+pub mod pool;
 mod shape;
 mod tensor;
+pub mod tune;
 
 pub use device::{Backend, CudaDevice, Device, HostDevice};
 pub use dtype::DType;
