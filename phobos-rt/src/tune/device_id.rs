@@ -56,11 +56,20 @@ pub fn cpu_features() -> Vec<&'static str> {
             "avx512vl",
             "avx512vnni",
             "avx512bf16",
-            "avx512fp16",
-            "amx-tile",
-            "amx-bf16",
-            "amx-int8"
+            "avx512fp16"
         );
+        // AMX detection is unstable in `is_x86_feature_detected!`: CPUID
+        // leaf 7 says what the CPU has (whether the OS grants the tile state
+        // is asked before use, not here).
+        // SAFETY: CPUID leaf 7 exists on every x86-64 CPU that reports AVX2,
+        // and only reads; without it the bits read as zero.
+        #[allow(unused_unsafe)]
+        let leaf7 = unsafe { std::arch::x86_64::__cpuid_count(7, 0) };
+        for (bit, name) in [(24, "amx-tile"), (22, "amx-bf16"), (25, "amx-int8")] {
+            if leaf7.edx & (1 << bit) != 0 {
+                features.push(name);
+            }
+        }
     }
     #[cfg(target_arch = "aarch64")]
     {

@@ -314,3 +314,15 @@ fn tables_round_trip_and_bad_tables_name_the_problem() {
     let err = table::parse_table(&format!("{}\nnot json\n", table::HEADER)).unwrap_err();
     assert_eq!(err, table::TableError::Entry { line: 2 });
 }
+
+#[test]
+fn the_macros_read_the_same_table_header() {
+    // phobos-macros checks the header of PHOBOS_TUNE_TABLE on its own (it
+    // cannot depend on this crate): keep its copy equal.
+    let macros_source = include_str!("../../../phobos-macros/src/tune_table.rs");
+    assert!(
+        macros_source.contains(&format!("r#\"{}\"#", table::HEADER)),
+        "phobos-macros/src/tune_table.rs must hold HEADER = {}",
+        table::HEADER
+    );
+}
