@@ -240,7 +240,7 @@ fn wait_for_generation(shared: &Shared, seen: u64) -> u64 {
             return generation;
         }
         spins = spins.wrapping_add(1);
-        if spins % 64 == 0 {
+        if spins.is_multiple_of(64) {
             if start.elapsed() > SPIN {
                 break;
             }
