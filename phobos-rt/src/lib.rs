@@ -41,6 +41,7 @@ pub use half::{bf16, f16};
 pub mod __private {
     pub use crate::artifact;
     pub use crate::host;
+    pub use crate::tune;
     pub use crate::{
         Bits, CastTo, DType, Device, DotElement, Element, Error, Float, Int, Num, Result, Shape,
         Tensor, cast,
