@@ -15,7 +15,8 @@
 //!    one config on them; every config is timed ([`measure`]) with the
 //!    backend's [`VariantTimer`], configs that fail are skipped, and the
 //!    winner is stored in the cache;
-//! 5. the default config (the first of the tune space).
+//! 5. the default config (the first of the tune space), also for a kernel
+//!    with one config or a launch with an empty dim (nothing to time).
 //!
 //! `PHOBOS_TUNE` picks the mode ([`TuneMode`]): `on` (default) is the
 //! order above; `off` skips the cache and tuning (the embedded table, else
@@ -267,7 +268,9 @@ impl Tuner {
                 .and_then(|entry| find(&entry))
                 .map(|index| (index, Source::Embedded));
         }
-        if answer.is_none() && (self.mode == TuneMode::Off || request.configs.len() < 2) {
+        // Nothing to choose between, or nothing to time (an empty dim).
+        let untunable = request.configs.len() < 2 || request.dims.contains(&0);
+        if answer.is_none() && (self.mode == TuneMode::Off || untunable) {
             answer = Some((0, Source::Default));
         }
         match answer {
