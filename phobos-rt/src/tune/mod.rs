@@ -175,7 +175,7 @@ pub enum Lookup<'t> {
     /// Run this config (index into the tune space).
     Use(usize, Source),
     /// Nothing stored: tune first.
-    Tune(TuneSession<'t>),
+    Tune(Box<TuneSession<'t>>),
 }
 
 impl Tuner {
@@ -284,13 +284,13 @@ impl Tuner {
                 self.remember(memory_key, index, source);
                 Lookup::Use(index, source)
             }
-            None => Lookup::Tune(TuneSession {
+            None => Lookup::Tune(Box::new(TuneSession {
                 tuner: self,
                 key,
                 memory_key,
                 configs: request.configs,
                 device: *request.device,
-            }),
+            })),
         }
     }
 
