@@ -287,7 +287,10 @@ fn off_mode_never_times_and_single_configs_are_not_tuned() {
     };
     let tuner = Tuner::new(TuneMode::On, None);
     assert_eq!(resolve(&tuner, &single), (0, Source::Default));
-    assert_eq!(resolve(&tuner, &request(&device, &[0], &[])), (0, Source::Default));
+    assert_eq!(
+        resolve(&tuner, &request(&device, &[0], &[])),
+        (0, Source::Default)
+    );
     assert_eq!(tuner.stats().timed_runs, 0);
 }
 
