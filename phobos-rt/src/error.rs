@@ -136,6 +136,10 @@ pub enum Error {
         expected: &'static str,
         actual: &'static str,
     },
+    /// A program of a host launch panicked; the launch stopped handing out
+    /// programs and returned this instead.
+    #[error("a kernel program panicked: {message}")]
+    ProgramPanicked { message: String },
     /// A failure reported by a backend (driver, allocation, launch).
     #[error("{backend} backend: {message}")]
     Backend {

@@ -3,9 +3,47 @@
 
 use std::sync::atomic::AtomicU64;
 
-/// The host backend (the CPU). Stateless: its thread pool is rayon's global one.
+use crate::Result;
+use crate::pool::{self, Graph, Recorder};
+
+/// The host backend (the CPU). Its thread pool is the process-wide
+/// [`pool::global`], started on first use.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HostDevice;
+
+impl HostDevice {
+    /// Threads a launch runs on (`PHOBOS_THREADS`, default: physical cores).
+    pub fn threads(&self) -> usize {
+        pool::global().threads()
+    }
+
+    /// Records the launches `build` makes on the [`Recorder`] into a
+    /// [`Graph`] that [`Graph::replay`] runs with one wake-up of the pool.
+    /// Nothing runs while recording.
+    ///
+    /// ```
+    /// # fn main() -> phobos_rt::Result<()> {
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// let counter = AtomicU32::new(0);
+    /// let graph = phobos_rt::HostDevice.record(|rec| {
+    ///     rec.launch([8, 1, 1], |_| Ok(drop(counter.fetch_add(1, Ordering::Relaxed))))?;
+    ///     rec.launch([1, 1, 1], |_| Ok(drop(counter.fetch_add(100, Ordering::Relaxed))))
+    /// })?;
+    /// graph.replay()?;
+    /// graph.replay()?;
+    /// assert_eq!(counter.load(Ordering::Relaxed), 216);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn record<'a>(
+        &self,
+        build: impl FnOnce(&mut Recorder<'a>) -> Result<()>,
+    ) -> Result<Graph<'a>> {
+        let mut recorder = Recorder::new();
+        build(&mut recorder)?;
+        Ok(recorder.finish())
+    }
+}
 
 /// A host allocation, 8-byte aligned so that any element type's atomics are
 /// aligned at every element boundary.

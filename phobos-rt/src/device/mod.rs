@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// The backends a [`Device`] dispatches over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
-    /// The CPU, running tile programs in parallel with rayon.
+    /// The CPU, running tile programs in parallel on its thread pool.
     Host(HostDevice),
     /// An NVIDIA GPU (not available in this build; see [`CudaDevice`]).
     Cuda(CudaDevice),

@@ -4,7 +4,8 @@
 //! # API overview
 //!
 //! - Launch: [`run_grid`] / [`try_run_grid`] run `program([pid0, pid1, pid2])`
-//!   for every point of a 3-D grid in parallel (rayon). Programs are
+//!   for every point of a 3-D grid in parallel (the host device's
+//!   persistent pool, [`crate::pool`]). Programs are
 //!   independent; the order is unspecified.
 //! - Tensor access from programs: [`TensorRead`] (from `&Tensor<T>`) and
 //!   [`TensorWrite`] (from `&mut Tensor<T>`, which can also be read through
@@ -72,7 +73,7 @@ pub use elementwise::{
     mul_assign, ne, neg, not, or, rem, round, rsqrt, select, shl, shr, sigmoid, silu, sqrt, sub,
     sub_assign, tanh,
 };
-pub use grid::{run_grid, try_run_grid};
+pub use grid::{GridIndex, run_grid, try_run_grid};
 pub use layout::{arange, cumsum, full, reshape, transpose, tril, zeros};
 pub use quant::{
     QTile, QuantRead, dequant, dot_quant_lhs, dot_quant_rhs, dot_t_quant_lhs, dot_t_quant_rhs,
