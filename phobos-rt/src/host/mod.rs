@@ -52,6 +52,7 @@ mod dot;
 mod elementwise;
 mod grid;
 mod layout;
+pub mod qmatmul;
 mod reduce;
 mod slice;
 mod tile;
