@@ -59,6 +59,8 @@ mod x86;
 mod tests;
 #[cfg(test)]
 mod tests_gemma;
+#[cfg(test)]
+mod tests_ggml;
 
 pub use activations::{QActivations, quantize_activations, vec_dot_type};
 pub use error::QMatmulError;

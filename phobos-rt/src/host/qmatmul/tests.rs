@@ -33,7 +33,7 @@ const FORMATS: [GgmlType; 15] = [
 ];
 
 /// Deterministic pseudo-random floats with a spread of magnitudes.
-fn floats(seed: u64, len: usize) -> Vec<f32> {
+pub(super) fn floats(seed: u64, len: usize) -> Vec<f32> {
     let mut state = seed
         .wrapping_mul(6364136223846793005)
         .wrapping_add(1442695040888963407);
