@@ -80,21 +80,28 @@ pub fn ggml_threads() -> usize {
 pub fn run(opts: &Options) -> Result<Vec<Row>> {
     let shapes: Vec<_> = SHAPES
         .iter()
-        .filter(|s| opts.filter.as_ref().is_none_or(|f| s.0.contains(f.as_str())))
+        .filter(|s| {
+            opts.filter
+                .as_ref()
+                .is_none_or(|f| s.0.contains(f.as_str()))
+        })
         .collect();
     let ggml = ggml_times(opts, &shapes)?;
     let mut rows = Vec::new();
     for (index, &&(name, ty, n, k)) in shapes.iter().enumerate() {
         let copies = weight_copies(ty, n, k, opts.pool_mib)?;
         for (mi, &m) in opts.m.iter().enumerate() {
-            let x: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0).collect();
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0)
+                .collect();
             let mut out = vec![0.0f32; m * n];
             for &threads in &opts.threads {
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
                     .build()
                     .context("building the rayon pool")?;
-                let secs = pool.install(|| time_calls(opts, &copies, ty, n, k, &x, m, threads, &mut out))?;
+                let secs =
+                    pool.install(|| time_calls(opts, &copies, ty, n, k, &x, m, threads, &mut out))?;
                 let weight_bytes = copies[0].len() as f64;
                 let ggml_us = (threads == ggml_threads())
                     .then(|| ggml.as_ref().map(|t| t[index * opts.m.len() + mi]))
@@ -126,7 +133,12 @@ fn weight_copies(ty: GgmlType, n: usize, k: usize, pool_mib: usize) -> Result<Ve
         .collect();
     let mut seed = Vec::new();
     phobos_quant::quantize(ty, &floats, &mut seed).with_context(|| format!("quantizing {ty}"))?;
-    let one: Vec<u8> = seed.iter().copied().cycle().take(seed.len() / seed_rows * n).collect();
+    let one: Vec<u8> = seed
+        .iter()
+        .copied()
+        .cycle()
+        .take(seed.len() / seed_rows * n)
+        .collect();
     let count = (pool_mib << 20).div_ceil(one.len()).clamp(1, 4096);
     Ok(vec![one; count])
 }
@@ -144,7 +156,12 @@ fn time_calls(
     out: &mut [f32],
 ) -> Result<f64> {
     let call = |data: &[u8], out: &mut [f32]| -> Result<()> {
-        let w = QMatrixRef { ty, rows: n, cols: k, data };
+        let w = QMatrixRef {
+            ty,
+            rows: n,
+            cols: k,
+            data,
+        };
         if threads == 1 {
             matmul(&w, x, m, out)?;
         } else {
@@ -165,7 +182,10 @@ fn time_calls(
 
 /// ggml's microseconds per case, in `shapes` x `opts.m` order, or None when
 /// the binary is absent.
-fn ggml_times(opts: &Options, shapes: &[&(&str, GgmlType, usize, usize)]) -> Result<Option<Vec<f64>>> {
+fn ggml_times(
+    opts: &Options,
+    shapes: &[&(&str, GgmlType, usize, usize)],
+) -> Result<Option<Vec<f64>>> {
     if !opts.ggml.exists() {
         return Ok(None);
     }
@@ -189,7 +209,8 @@ fn ggml_times(opts: &Options, shapes: &[&(&str, GgmlType, usize, usize)]) -> Res
             )?;
         }
     }
-    let path = std::env::temp_dir().join(format!("phobos-kbench-qmatmul-{}.txt", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("phobos-kbench-qmatmul-{}.txt", std::process::id()));
     std::fs::write(&path, file).with_context(|| format!("writing {}", path.display()))?;
     let output = Command::new(&opts.ggml)
         .args(["perf", "-b", "CPU", "--test-file"])

@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use phobos_quant::{GgmlType, QK_K};
+use phobos_quant::GgmlType;
 
 use super::{QActivations, float_weights, portable};
 
@@ -66,6 +66,8 @@ pub(super) fn run_tile(
 ) {
     let float = acts.ty() == GgmlType::F32;
     let simd = level == KernelLevel::Avx2 && !(w.ty == GgmlType::IQ4_NL && single_row);
+    // The row loop below runs one weight row against up to four activation
+    // rows; one row at a time for decode.
     if float || !simd {
         for m in m_range {
             for n in n_range.clone() {
@@ -111,30 +113,72 @@ fn simd_group<const R: usize>(
     store: &mut impl FnMut(usize, usize, f32),
 ) {
     let a_rows: [&[u8]; R] = std::array::from_fn(|r| acts.row_blocks(m0 + r));
-    for n in n_range {
-        let values = simd_rows(w.ty, w.row(n), a_rows);
-        for (r, value) in values.into_iter().enumerate() {
-            store(m0 + r, n, value);
+    let pairs = w.ty.info().block_len == 32;
+    let mut n = n_range.start;
+    while n < n_range.end {
+        if pairs && n + 1 < n_range.end {
+            let values = simd_rows::<2, R>(w.ty, [w.row(n), w.row(n + 1)], a_rows);
+            for (i, row) in values.into_iter().enumerate() {
+                for (r, value) in row.into_iter().enumerate() {
+                    store(m0 + r, n + i, value);
+                }
+            }
+            n += 2;
+        } else {
+            let [values] = simd_rows::<1, R>(w.ty, [w.row(n)], a_rows);
+            for (r, value) in values.into_iter().enumerate() {
+                store(m0 + r, n, value);
+            }
+            n += 1;
         }
     }
 }
 
+/// `W` weight rows times `R` activation rows on the AVX2 kernels (the
+/// 256-element kernels take one weight row at a time).
 #[cfg(target_arch = "x86_64")]
-fn simd_rows<const R: usize>(ty: GgmlType, w_row: &[u8], a_rows: [&[u8]; R]) -> [f32; R] {
+fn simd_rows<const W: usize, const R: usize>(
+    ty: GgmlType,
+    w_rows: [&[u8]; W],
+    a_rows: [&[u8]; R],
+) -> [[f32; R]; W] {
     // SAFETY: `run_tile` takes this path only at level Avx2, which the
     // entry points accept only where the CPU supports it; the entry points
-    // checked the activation rows against the weight row's block count,
+    // checked the activation rows against the weight rows' block count,
     // and activation levels are in -127..=127 (`QActivations`).
     unsafe {
-        if ty.info().block_len == QK_K {
-            super::x86::k_rows_avx2(ty, w_row, a_rows)
-        } else {
-            super::x86::q32_rows_avx2(ty, w_row, a_rows)
+        use super::x86::{k_rows_avx2 as k, q32_rows_avx2 as q};
+        use GgmlType::*;
+        let k_rows = |f: unsafe fn(&[u8], [&[u8]; R]) -> [f32; R]| -> [[f32; R]; W] {
+            std::array::from_fn(|i| f(w_rows[i], a_rows))
+        };
+        match ty {
+            Q4_0 => q::<{ Q4_0 as u32 }, W, R>(w_rows, a_rows),
+            Q4_1 => q::<{ Q4_1 as u32 }, W, R>(w_rows, a_rows),
+            Q5_0 => q::<{ Q5_0 as u32 }, W, R>(w_rows, a_rows),
+            Q5_1 => q::<{ Q5_1 as u32 }, W, R>(w_rows, a_rows),
+            Q8_0 => q::<{ Q8_0 as u32 }, W, R>(w_rows, a_rows),
+            IQ4_NL => q::<{ IQ4_NL as u32 }, W, R>(w_rows, a_rows),
+            Q2_K => k_rows(k::<{ Q2_K as u32 }, R>),
+            Q3_K => k_rows(k::<{ Q3_K as u32 }, R>),
+            Q4_K => k_rows(k::<{ Q4_K as u32 }, R>),
+            Q5_K => k_rows(k::<{ Q5_K as u32 }, R>),
+            Q6_K => k_rows(k::<{ Q6_K as u32 }, R>),
+            IQ4_XS => k_rows(k::<{ IQ4_XS as u32 }, R>),
+            _ => std::array::from_fn(|i| {
+                std::array::from_fn(|r| portable::row_dot(ty, w_rows[i], a_rows[r], false))
+            }),
         }
     }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn simd_rows<const R: usize>(ty: GgmlType, w_row: &[u8], a_rows: [&[u8]; R]) -> [f32; R] {
-    std::array::from_fn(|r| portable::row_dot(ty, w_row, a_rows[r], false))
+fn simd_rows<const W: usize, const R: usize>(
+    ty: GgmlType,
+    w_rows: [&[u8]; W],
+    a_rows: [&[u8]; R],
+) -> [[f32; R]; W] {
+    std::array::from_fn(|i| {
+        std::array::from_fn(|r| portable::row_dot(ty, w_rows[i], a_rows[r], false))
+    })
 }

@@ -9,6 +9,7 @@ use crate::host::qmatmul::float_weights::weight_at;
 use crate::host::qmatmul::portable;
 
 /// Eight weights from `row` starting at element `k`, as f32.
+#[inline]
 #[target_feature(enable = "avx2,f16c")]
 fn weights8(ty: GgmlType, row: &[u8], k: usize) -> __m256 {
     match ty {

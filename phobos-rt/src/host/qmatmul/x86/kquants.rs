@@ -4,8 +4,9 @@ use std::arch::x86_64::*;
 
 use phobos_quant::{GgmlType, QK_K};
 
+use super::f16_at;
 use super::{hsum4, hsum8, iq4_lookup, load16, load32, nibbles};
-use crate::host::qmatmul::portable::{f16_at, f32_at, k4_scale_min};
+use crate::host::qmatmul::portable::{f32_at, k4_scale_min};
 
 /// One weight block unpacked for reuse across activation rows.
 struct Unpacked {
@@ -19,11 +20,13 @@ struct Unpacked {
     dmin: f32,
 }
 
+#[inline]
 #[target_feature(enable = "avx2")]
 fn scale_pair(low: i32, high: i32) -> __m256i {
     _mm256_set_m128i(_mm_set1_epi16(high as i16), _mm_set1_epi16(low as i16))
 }
 
+#[inline]
 #[target_feature(enable = "avx2,f16c")]
 fn unpack(ty: GgmlType, w: &[u8]) -> Unpacked {
     let zero = _mm256_setzero_si256();
@@ -158,21 +161,40 @@ fn unpack(ty: GgmlType, w: &[u8]) -> Unpacked {
     u
 }
 
+/// The format of kernel instance `F` (a ggml type id), folded at compile time.
+const fn k_type(id: u32) -> GgmlType {
+    match id {
+        10 => GgmlType::Q2_K,
+        11 => GgmlType::Q3_K,
+        12 => GgmlType::Q4_K,
+        13 => GgmlType::Q5_K,
+        14 => GgmlType::Q6_K,
+        _ => GgmlType::IQ4_XS,
+    }
+}
+
 /// One weight row of a 256-element format times `R` Q8_K activation rows,
 /// in the order of `portable::row_dot`.
 ///
 /// # Safety
-/// The CPU must support AVX2, FMA and F16C. `ty` is a 256-element format
+/// The CPU must support AVX2, FMA and F16C. `F` is the id of a 256-element format
 /// with a kernel, and each activation row holds as many Q8_K blocks (levels
 /// in -127..=127) as `w_row` has blocks.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(in crate::host::qmatmul) fn k_rows_avx2<const R: usize>(
-    ty: GgmlType,
+pub(in crate::host::qmatmul) fn k_rows_avx2<const F: u32, const R: usize>(
     w_row: &[u8],
     a_rows: [&[u8]; R],
 ) -> [f32; R] {
     const A_BYTES: usize = 4 + QK_K + 32;
-    let w_bytes = ty.info().block_bytes;
+    let ty = k_type(F);
+    let w_bytes = match F {
+        10 => 84,
+        11 => 110,
+        12 => 144,
+        13 => 176,
+        14 => 210,
+        _ => 136,
+    };
     let signed = matches!(ty, GgmlType::Q3_K | GgmlType::IQ4_XS);
     let mut acc = [_mm256_setzero_ps(); R];
     let mut acc_mins = [_mm_setzero_ps(); R];

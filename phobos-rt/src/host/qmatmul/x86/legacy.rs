@@ -5,70 +5,104 @@ use std::arch::x86_64::*;
 
 use phobos_quant::GgmlType;
 
-use super::{bits_to_bytes, dot_signed, dot_unsigned, hsum8, iq4_lookup, load32, nibbles};
-use crate::host::qmatmul::portable::f16_at;
+use super::f16_at;
+use super::{bits_to_bytes, hsum8, iq4_lookup, load32, nibbles};
 
 /// The levels of one weight block as AVX2 bytes (signed, or unsigned for
 /// Q4_1/Q5_1) and its scale.
+#[inline]
 #[target_feature(enable = "avx2,f16c")]
-fn unpack(ty: GgmlType, w: &[u8]) -> __m256i {
-    match ty {
-        GgmlType::Q4_0 => _mm256_sub_epi8(nibbles(&w[2..18]), _mm256_set1_epi8(8)),
-        GgmlType::Q4_1 => nibbles(&w[4..20]),
-        GgmlType::Q5_0 => {
+fn unpack<const F: u32>(w: &[u8]) -> __m256i {
+    const Q4_0: u32 = GgmlType::Q4_0 as u32;
+    const Q4_1: u32 = GgmlType::Q4_1 as u32;
+    const Q5_0: u32 = GgmlType::Q5_0 as u32;
+    const Q5_1: u32 = GgmlType::Q5_1 as u32;
+    const IQ4_NL: u32 = GgmlType::IQ4_NL as u32;
+    match F {
+        Q4_0 => _mm256_sub_epi8(nibbles(&w[2..18]), _mm256_set1_epi8(8)),
+        Q4_1 => nibbles(&w[4..20]),
+        Q5_0 => {
             let high = bits_to_bytes(u32::from_le_bytes([w[2], w[3], w[4], w[5]]));
             // A clear fifth bit means level - 16: set the high nibble.
             let offset = _mm256_andnot_si256(high, _mm256_set1_epi8(0xF0u8 as i8));
             _mm256_or_si256(nibbles(&w[6..22]), offset)
         }
-        GgmlType::Q5_1 => {
+        Q5_1 => {
             let high = bits_to_bytes(u32::from_le_bytes([w[4], w[5], w[6], w[7]]));
             let fifth = _mm256_and_si256(high, _mm256_set1_epi8(0x10));
             _mm256_or_si256(nibbles(&w[8..24]), fifth)
         }
-        GgmlType::IQ4_NL => iq4_lookup(nibbles(&w[2..18])),
+        IQ4_NL => iq4_lookup(nibbles(&w[2..18])),
         _ => load32(&w[2..34]),
     }
 }
 
-/// One weight row of a 32-element format times `R` activation rows, the
+/// `W` weight rows of a 32-element format times `R` activation rows, the
 /// order of `portable::row_dot` with `single_row == false` (IQ4_NL's
-/// single-row order stays on the portable path).
+/// single-row order stays on the portable path). Returns `[w][r]`.
 ///
 /// # Safety
-/// The CPU must support AVX2, FMA and F16C. `ty` is a 32-element format
-/// and each activation row holds as many partner blocks as `w_row` blocks.
+/// The CPU must support AVX2, FMA and F16C. `F` is the id of a 32-element
+/// format; the weight rows have equal length and each activation row holds
+/// as many partner blocks (levels in -127..=127) as a weight row has blocks.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(in crate::host::qmatmul) fn q32_rows_avx2<const R: usize>(
-    ty: GgmlType,
-    w_row: &[u8],
+pub(in crate::host::qmatmul) fn q32_rows_avx2<const F: u32, const W: usize, const R: usize>(
+    w_rows: [&[u8]; W],
     a_rows: [&[u8]; R],
-) -> [f32; R] {
-    let w_bytes = ty.info().block_bytes;
-    let with_min = matches!(ty, GgmlType::Q4_1 | GgmlType::Q5_1);
+) -> [[f32; R]; W] {
+    let w_bytes = match F {
+        2 | 20 => 18,
+        3 => 20,
+        6 => 22,
+        7 => 24,
+        _ => 34,
+    };
+    let with_min = F == GgmlType::Q4_1 as u32 || F == GgmlType::Q5_1 as u32;
     let (a_bytes, a_levels) = if with_min { (36, 4) } else { (34, 2) };
-    let mut acc = [_mm256_setzero_ps(); R];
-    let mut summs = [0.0f32; R];
-    for (b, w) in w_row.chunks_exact(w_bytes).enumerate() {
-        let levels = unpack(ty, w);
-        let wd = f16_at(w, 0);
+    let mut acc = [[_mm256_setzero_ps(); R]; W];
+    let mut summs = [[0.0f32; R]; W];
+    let n_blocks = w_rows[0].len() / w_bytes;
+    let ones = _mm256_set1_epi16(1);
+    for b in 0..n_blocks {
+        let mut magnitude = [_mm256_setzero_si256(); W];
+        let mut sign = [_mm256_setzero_si256(); W];
+        let mut wd = [0.0f32; W];
+        let mut wm = [0.0f32; W];
+        for i in 0..W {
+            let w = &w_rows[i][b * w_bytes..(b + 1) * w_bytes];
+            let levels = unpack::<F>(w);
+            // Signed levels go through the sign trick: |w| as the unsigned
+            // operand of maddubs, w's sign moved onto the activations.
+            (magnitude[i], sign[i]) = if with_min {
+                (levels, _mm256_set1_epi8(1))
+            } else {
+                (_mm256_sign_epi8(levels, levels), levels)
+            };
+            wd[i] = f16_at(w, 0);
+            if with_min {
+                wm[i] = f16_at(w, 2);
+            }
+        }
         for r in 0..R {
             let a = &a_rows[r][b * a_bytes..(b + 1) * a_bytes];
             let aq = load32(&a[a_levels..]);
-            let lanes = if with_min {
-                dot_unsigned(levels, aq)
-            } else {
-                dot_signed(levels, aq)
-            };
-            let d = _mm256_set1_ps(wd * f16_at(a, 0));
-            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[r]);
-            if with_min {
-                summs[r] = f16_at(w, 2).mul_add(f16_at(a, 2), summs[r]);
+            let ad = f16_at(a, 0);
+            for i in 0..W {
+                let signed = _mm256_sign_epi8(aq, sign[i]);
+                let pairs = _mm256_maddubs_epi16(magnitude[i], signed);
+                let lanes = _mm256_madd_epi16(pairs, ones);
+                let d = _mm256_set1_ps(wd[i] * ad);
+                acc[i][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[i][r]);
+                if with_min {
+                    summs[i][r] = wm[i].mul_add(f16_at(a, 2), summs[i][r]);
+                }
             }
         }
     }
-    std::array::from_fn(|r| {
-        let sum = hsum8(acc[r]);
-        if with_min { sum + summs[r] } else { sum }
+    std::array::from_fn(|i| {
+        std::array::from_fn(|r| {
+            let sum = hsum8(acc[i][r]);
+            if with_min { sum + summs[i][r] } else { sum }
+        })
     })
 }

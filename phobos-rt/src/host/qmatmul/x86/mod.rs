@@ -35,7 +35,16 @@ fn load16(bytes: &[u8]) -> __m128i {
     unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }
 }
 
+/// The f16 at `offset` as f32 (F16C, inlined into the kernels).
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+fn f16_at(bytes: &[u8], offset: usize) -> f32 {
+    let bits = u16::from_le_bytes([bytes[offset], bytes[offset + 1]]);
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(bits))))
+}
+
 /// The AVX horizontal sum (see `portable::hsum8`).
+#[inline]
 #[target_feature(enable = "avx2")]
 fn hsum8(x: __m256) -> f32 {
     let sum4 = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
@@ -43,27 +52,15 @@ fn hsum8(x: __m256) -> f32 {
     _mm_cvtss_f32(_mm_add_ss(sum2, _mm_movehdup_ps(sum2)))
 }
 
+#[inline]
 #[target_feature(enable = "avx2")]
 fn hsum4(x: __m128) -> f32 {
     let sum2 = _mm_add_ps(x, _mm_movehl_ps(x, x));
     _mm_cvtss_f32(_mm_add_ss(sum2, _mm_movehdup_ps(sum2)))
 }
 
-/// Lane sums of signed `w` times signed `a` (|a| <= 127): the sign trick
-/// feeds `maddubs` |w| as unsigned and a with w's sign.
-#[target_feature(enable = "avx2")]
-fn dot_signed(w: __m256i, a: __m256i) -> __m256i {
-    let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
-    _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))
-}
-
-/// Lane sums of unsigned `w` (< 128) times signed `a`.
-#[target_feature(enable = "avx2")]
-fn dot_unsigned(w: __m256i, a: __m256i) -> __m256i {
-    _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1))
-}
-
 /// 16 packed bytes to 32 nibbles: low nibbles first, then high ones.
+#[inline]
 #[target_feature(enable = "avx2")]
 fn nibbles(qs: &[u8]) -> __m256i {
     let packed = load16(qs);
@@ -72,6 +69,7 @@ fn nibbles(qs: &[u8]) -> __m256i {
 }
 
 /// Byte `i` is 0xFF where bit `i` of `bits` is set.
+#[inline]
 #[target_feature(enable = "avx2")]
 fn bits_to_bytes(bits: u32) -> __m256i {
     let spread = _mm256_shuffle_epi8(
@@ -88,6 +86,7 @@ fn bits_to_bytes(bits: u32) -> __m256i {
 }
 
 /// IQ4_NL's table lookup on 32 nibbles.
+#[inline]
 #[target_feature(enable = "avx2")]
 fn iq4_lookup(nibbles: __m256i) -> __m256i {
     let table = load16(&super::portable::KVALUES_IQ4NL.map(|v| v as u8));
