@@ -173,7 +173,7 @@ fn time_calls(
     let min_time = Duration::from_millis(opts.min_time_ms);
     let start = Instant::now();
     let mut calls = 0usize;
-    while calls < 3 || start.elapsed() < min_time {
+    while calls < 2 || start.elapsed() < min_time {
         call(&copies[calls % copies.len()], out)?;
         calls += 1;
     }

@@ -229,7 +229,11 @@ pub(super) fn check_exact_on(
         cols,
         data: w,
     };
-    for level in [KernelLevel::Portable, KernelLevel::Avx2] {
+    for level in [
+        KernelLevel::Portable,
+        KernelLevel::Avx2,
+        KernelLevel::Avx512Vnni,
+    ] {
         for threaded in [false, true] {
             let mut out = vec![f32::NAN; m_rows * rows];
             run(&matrix, &acts, &mut out, threaded, level).unwrap();

@@ -50,59 +50,94 @@ pub(in crate::host::qmatmul) fn q32_rows_avx2<const F: u32, const W: usize, cons
     w_rows: [&[u8]; W],
     a_rows: [&[u8]; R],
 ) -> [[f32; R]; W] {
-    let w_bytes = match F {
-        2 | 20 => 18,
-        3 => 20,
-        6 => 22,
-        7 => 24,
-        _ => 34,
-    };
-    let with_min = F == GgmlType::Q4_1 as u32 || F == GgmlType::Q5_1 as u32;
-    let (a_bytes, a_levels) = if with_min { (36, 4) } else { (34, 2) };
-    let mut acc = [[_mm256_setzero_ps(); R]; W];
-    let mut summs = [[0.0f32; R]; W];
-    let n_blocks = w_rows[0].len() / w_bytes;
-    let ones = _mm256_set1_epi16(1);
-    for b in 0..n_blocks {
-        let mut magnitude = [_mm256_setzero_si256(); W];
-        let mut sign = [_mm256_setzero_si256(); W];
-        let mut wd = [0.0f32; W];
-        let mut wm = [0.0f32; W];
-        for i in 0..W {
-            let w = &w_rows[i][b * w_bytes..(b + 1) * w_bytes];
-            let levels = unpack::<F>(w);
-            // Signed levels go through the sign trick: |w| as the unsigned
-            // operand of maddubs, w's sign moved onto the activations.
-            (magnitude[i], sign[i]) = if with_min {
-                (levels, _mm256_set1_epi8(1))
-            } else {
-                (_mm256_sign_epi8(levels, levels), levels)
-            };
-            wd[i] = f16_at(w, 0);
-            if with_min {
-                wm[i] = f16_at(w, 2);
-            }
-        }
-        for r in 0..R {
-            let a = &a_rows[r][b * a_bytes..(b + 1) * a_bytes];
-            let aq = load32(&a[a_levels..]);
-            let ad = f16_at(a, 0);
+    // SAFETY: this function's features are the body's requirements.
+    unsafe { q32_body::<F, W, R, false>(w_rows, a_rows) }
+}
+
+/// [`q32_rows_avx2`] with AVX-512 VNNI's `vpdpbusd` (u8 x i8 into i32
+/// lanes of four products: the same grouping, so the same integers) in
+/// place of `maddubs` + `madd`, and 32 vector registers.
+///
+/// # Safety
+/// As [`q32_rows_avx2`], plus AVX-512 VNNI and VL.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+pub(in crate::host::qmatmul) fn q32_rows_vnni<const F: u32, const W: usize, const R: usize>(
+    w_rows: [&[u8]; W],
+    a_rows: [&[u8]; R],
+) -> [[f32; R]; W] {
+    // SAFETY: this function's features are the body's requirements.
+    unsafe { q32_body::<F, W, R, true>(w_rows, a_rows) }
+}
+
+/// The kernel body, inlined into the wrappers above so it compiles with
+/// their features.
+///
+/// # Safety
+/// The CPU supports AVX2, FMA, F16C, and with `VNNI` AVX-512 VNNI + VL.
+#[inline(always)]
+unsafe fn q32_body<const F: u32, const W: usize, const R: usize, const VNNI: bool>(
+    w_rows: [&[u8]; W],
+    a_rows: [&[u8]; R],
+) -> [[f32; R]; W] {
+    // SAFETY: the caller guarantees the CPU features the intrinsics need.
+    unsafe {
+        let w_bytes = match F {
+            2 | 20 => 18,
+            3 => 20,
+            6 => 22,
+            7 => 24,
+            _ => 34,
+        };
+        let with_min = F == GgmlType::Q4_1 as u32 || F == GgmlType::Q5_1 as u32;
+        let (a_bytes, a_levels) = if with_min { (36, 4) } else { (34, 2) };
+        let mut acc = [[_mm256_setzero_ps(); R]; W];
+        let mut summs = [[0.0f32; R]; W];
+        let n_blocks = w_rows[0].len() / w_bytes;
+        let ones = _mm256_set1_epi16(1);
+        for b in 0..n_blocks {
+            let mut magnitude = [_mm256_setzero_si256(); W];
+            let mut sign = [_mm256_setzero_si256(); W];
+            let mut wd = [0.0f32; W];
+            let mut wm = [0.0f32; W];
             for i in 0..W {
-                let signed = _mm256_sign_epi8(aq, sign[i]);
-                let pairs = _mm256_maddubs_epi16(magnitude[i], signed);
-                let lanes = _mm256_madd_epi16(pairs, ones);
-                let d = _mm256_set1_ps(wd[i] * ad);
-                acc[i][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[i][r]);
+                let w = &w_rows[i][b * w_bytes..(b + 1) * w_bytes];
+                let levels = unpack::<F>(w);
+                // Signed levels go through the sign trick: |w| as the unsigned
+                // operand of maddubs, w's sign moved onto the activations.
+                (magnitude[i], sign[i]) = if with_min {
+                    (levels, _mm256_set1_epi8(1))
+                } else {
+                    (_mm256_sign_epi8(levels, levels), levels)
+                };
+                wd[i] = f16_at(w, 0);
                 if with_min {
-                    summs[i][r] = wm[i].mul_add(f16_at(a, 2), summs[i][r]);
+                    wm[i] = f16_at(w, 2);
+                }
+            }
+            for r in 0..R {
+                let a = &a_rows[r][b * a_bytes..(b + 1) * a_bytes];
+                let aq = load32(&a[a_levels..]);
+                let ad = f16_at(a, 0);
+                for i in 0..W {
+                    let signed = _mm256_sign_epi8(aq, sign[i]);
+                    let lanes = if VNNI {
+                        _mm256_dpbusd_epi32(_mm256_setzero_si256(), magnitude[i], signed)
+                    } else {
+                        _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude[i], signed), ones)
+                    };
+                    let d = _mm256_set1_ps(wd[i] * ad);
+                    acc[i][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[i][r]);
+                    if with_min {
+                        summs[i][r] = wm[i].mul_add(f16_at(a, 2), summs[i][r]);
+                    }
                 }
             }
         }
-    }
-    std::array::from_fn(|i| {
-        std::array::from_fn(|r| {
-            let sum = hsum8(acc[i][r]);
-            if with_min { sum + summs[i][r] } else { sum }
+        std::array::from_fn(|i| {
+            std::array::from_fn(|r| {
+                let sum = hsum8(acc[i][r]);
+                if with_min { sum + summs[i][r] } else { sum }
+            })
         })
-    })
+    }
 }

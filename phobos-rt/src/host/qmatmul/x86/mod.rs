@@ -9,7 +9,7 @@ mod legacy;
 
 pub(super) use floats::row_dot_float_avx2;
 pub(super) use kquants::k_rows_avx2;
-pub(super) use legacy::q32_rows_avx2;
+pub(super) use legacy::{q32_rows_avx2, q32_rows_vnni};
 
 use std::arch::x86_64::*;
 
@@ -18,6 +18,14 @@ pub(super) fn has_avx2() -> bool {
     is_x86_feature_detected!("avx2")
         && is_x86_feature_detected!("fma")
         && is_x86_feature_detected!("f16c")
+}
+
+/// Whether this CPU runs the AVX-512 VNNI kernels.
+pub(super) fn has_vnni() -> bool {
+    has_avx2()
+        && is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512vl")
+        && is_x86_feature_detected!("avx512vnni")
 }
 
 /// 32 bytes from the front of `bytes` (bounds-checked by the slice).
