@@ -51,9 +51,9 @@ pub struct Options {
     /// llama.cpp's test-backend-ops; the ggml column is empty when absent.
     #[arg(long, default_value = "/tmp/lcp/build/bin/test-backend-ops")]
     pub ggml: PathBuf,
-    /// Only shapes whose name contains this.
-    #[arg(long)]
-    pub filter: Option<String>,
+    /// Only these shapes, by name (q, k, v, o, gate, up, down, output).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
 }
 
 /// One measured case.
@@ -80,11 +80,7 @@ pub fn ggml_threads() -> usize {
 pub fn run(opts: &Options) -> Result<Vec<Row>> {
     let shapes: Vec<_> = SHAPES
         .iter()
-        .filter(|s| {
-            opts.filter
-                .as_ref()
-                .is_none_or(|f| s.0.contains(f.as_str()))
-        })
+        .filter(|s| opts.only.is_empty() || opts.only.iter().any(|name| name == s.0))
         .collect();
     let ggml = ggml_times(opts, &shapes)?;
     let mut rows = Vec::new();
