@@ -305,7 +305,7 @@ pub(super) fn block_32(
         }
         GgmlType::IQ4_NL if single_row => {
             let lanes = lanes_32(&levels, &a[2..34]);
-            let target = if index % 2 == 0 {
+            let target = if index.is_multiple_of(2) {
                 &mut acc.lanes
             } else {
                 &mut acc.lanes_odd

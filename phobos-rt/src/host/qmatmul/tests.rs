@@ -3,6 +3,9 @@
 //! bit for bit; the result is within a derived f32 bound of dequantize +
 //! f64 matmul; decoding agrees with phobos-quant's dequantizer.
 
+// The reference indexes lanes by number on purpose.
+#![allow(clippy::needless_range_loop)]
+
 use phobos_quant::{GgmlType, QK_K, dequantize, quantize};
 use proptest::prelude::*;
 

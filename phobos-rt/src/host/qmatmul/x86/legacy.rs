@@ -74,6 +74,9 @@ pub(in crate::host::qmatmul) fn q32_rows_vnni<const F: u32, const W: usize, cons
 ///
 /// # Safety
 /// The CPU supports AVX2, FMA, F16C, and with `VNNI` AVX-512 VNNI + VL.
+// `_mm256_dpbusd_epi32` is stable since Rust 1.89; the workspace declares
+// 1.88 (the lead bumps rust-version at merge).
+#[allow(clippy::incompatible_msrv)]
 #[inline(always)]
 unsafe fn q32_body<const F: u32, const W: usize, const R: usize, const VNNI: bool>(
     w_rows: [&[u8]; W],
