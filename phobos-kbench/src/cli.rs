@@ -41,6 +41,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Quantized matmul (phobos-rt `host::qmatmul`) on Gemma 3 270M's
+    /// shapes, next to ggml's `test-backend-ops perf -o MUL_MAT` in the
+    /// same run; prints a Markdown table.
+    Qmatmul(crate::benches::qmatmul::Options),
     /// The user's tune cache: list, clear, or export it as a table.
     Tune {
         #[command(subcommand)]

@@ -5,6 +5,7 @@
 //! ```text
 //! phobos-kbench [--backend host|cuda] [--bench NAME].. [--size SIZE].. [--autotune "K=V .."] [--csv PATH] [--export-tune FILE]
 //! phobos-kbench tune list|clear|export FILE
+//! phobos-kbench qmatmul [--m 1,512] [--threads 1,2] ...
 //! ```
 
 mod benches;
@@ -27,8 +28,14 @@ fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    if let Some(Command::Tune { action }) = &cli.command {
-        return tune_cmd::run(action);
+    match &cli.command {
+        Some(Command::Tune { action }) => return tune_cmd::run(action),
+        Some(Command::Qmatmul(options)) => {
+            let rows = benches::qmatmul::run(options)?;
+            print!("{}", benches::qmatmul::markdown(&rows));
+            return Ok(());
+        }
+        None => {}
     }
     let device = match cli.backend.as_str() {
         "host" | "cpu" => phobos::Device::host(),

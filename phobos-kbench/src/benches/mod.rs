@@ -5,6 +5,7 @@ mod attention;
 mod bandwidth;
 mod gemm;
 mod latency;
+pub mod qmatmul;
 mod rowwise;
 
 use std::sync::OnceLock;

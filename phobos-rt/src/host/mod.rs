@@ -59,6 +59,7 @@ mod dot;
 mod elementwise;
 mod grid;
 mod layout;
+pub mod qmatmul;
 mod quant;
 mod reduce;
 mod slice;
