@@ -129,6 +129,18 @@ impl CudaDevice {
             .map_err(|e| open::driver_error("cuStreamSynchronize", e))
     }
 
+    /// Makes the device's context current on this thread, for driver or
+    /// library calls made outside this crate (cuBLAS).
+    pub fn bind_to_thread(&self) -> Result<()> {
+        self.bind()
+    }
+
+    /// The stream all of this device's work is queued on, for libraries
+    /// (cuBLAS) whose work must be ordered with it.
+    pub fn cu_stream(&self) -> cudarc::driver::sys::CUstream {
+        self.stream()
+    }
+
     /// Makes the context current on this thread (driver calls need it).
     fn bind(&self) -> Result<()> {
         self.inner
