@@ -17,9 +17,9 @@ LIMIT_BYTES=$((64 * 1024 * 1024))
 
 # The dump first: it empties a previous .device (bin/ included).
 cargo run --release -p phobos-examples --example device_dump -- .device sm_90
-cargo build --release -p phobos-examples --example device_check
+cargo build --release -p phobos-examples --bin device_check
 mkdir -p .device/bin
-cp "$TARGET_DIR/release/examples/device_check" .device/bin/device_check
+cp "$TARGET_DIR/release/device_check" .device/bin/device_check
 strip .device/bin/device_check 2>/dev/null || true
 
 size_bytes=$(du -sb .device | cut -f1)

@@ -199,37 +199,52 @@ fn every_kernel_refuses_arguments_that_disagree_with_its_abi() {
     }
 }
 
-/// The runnable saxpy example with `PHOBOS_BACKEND=cuda` on a machine
-/// without the driver exits non-zero naming what is missing; with
-/// `PHOBOS_BACKEND=host` it runs.
+/// The device check binary: `PHOBOS_BACKEND=cuda` on a machine without the
+/// driver exits non-zero naming what is missing; `--dry-run` builds every
+/// case on the host and packs every variant against its ABI.
 #[test]
-fn forcing_cuda_without_a_driver_fails_clearly() {
-    // SAFETY: only tries to open the library.
-    if unsafe { cudarc::driver::sys::is_culib_present() } {
-        return; // A GPU machine: the device check covers this path.
-    }
-    let exe = std::env::current_exe().unwrap();
-    let examples = exe.parent().unwrap().parent().unwrap().join("examples");
-    let saxpy = examples.join(format!("saxpy{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        saxpy.exists(),
-        "{} not built (cargo test builds examples)",
-        saxpy.display()
-    );
-    let run = |backend: &str| {
-        std::process::Command::new(&saxpy)
-            .env("PHOBOS_BACKEND", backend)
+fn the_device_check_fails_clearly_without_a_driver_and_dry_runs() {
+    let exe = env!("CARGO_BIN_EXE_device_check");
+    let out = std::env::temp_dir().join(format!("phobos-device-check-{}", std::process::id()));
+    let run = |args: &[&str]| {
+        std::process::Command::new(exe)
+            .args(args)
+            .arg("--out")
+            .arg(&out)
+            .env("PHOBOS_BACKEND", "cuda")
             .env_remove("RUST_BACKTRACE")
             .output()
             .unwrap()
     };
-    let forced = run("cuda");
-    let stderr = String::from_utf8_lossy(&forced.stderr);
-    assert!(!forced.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("backend `cuda` is not available: no CUDA driver library found"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("libcuda.so"), "{stderr}");
-    assert!(run("host").status.success());
+    // SAFETY: only tries to open the library.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        let forced = run(&[]);
+        let stderr = String::from_utf8_lossy(&forced.stderr);
+        assert!(!forced.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("backend `cuda` is not available: no CUDA driver library found"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("libcuda.so"), "{stderr}");
+    }
+    let dry = run(&["--dry-run", "--chip", "sm_90"]);
+    let stdout = String::from_utf8_lossy(&dry.stdout);
+    let summary = std::fs::read_to_string(out.join("rust_summary.txt")).unwrap_or_default();
+    let check_csv = std::fs::read_to_string(out.join("rust_check.csv")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&out);
+    if cfg!(feature = "ptx") {
+        assert!(
+            dry.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&dry.stderr)
+        );
+        assert!(summary.contains(" 0 failures (dry run"), "{summary}");
+        // One row per sm_90 variant of every kernel, all packed.
+        assert!(check_csv.lines().count() > 20, "{check_csv}");
+        assert!(!check_csv.contains(",false,"), "{check_csv}");
+    } else {
+        // Host-only build: no PTX, so every kernel fails, each saying why.
+        assert!(!dry.status.success());
+        assert!(stdout.contains("built without PTX"), "{stdout}");
+    }
 }

@@ -3,7 +3,7 @@
 //! `phobos_rt::cuda` on the cases `device_dump` builds, against the host
 //! back end as oracle; then the kbench CUDA rows (GEMMs against cuBLAS).
 //!
-//! Run: `device_check [--out DIR] [--chip sm_XY] [--dry-run] [--no-bench]
+//! Run: `cargo run --release -p phobos-examples --bin device_check -- [--out DIR] [--chip sm_XY] [--dry-run] [--no-bench]
 //! [--size N] [--reps N] [--peak-f32-tflops X] [--peak-f16-tflops X]`.
 //! Writes `DIR/rust_check.csv`, `DIR/rust_bench.csv` and
 //! `DIR/rust_summary.txt`; exits non-zero when any variant fails.
@@ -12,11 +12,14 @@
 //! variant's grid and packs its arguments against the ABI with stand-in
 //! device addresses, so the check's logic is exercised on build machines.
 
-#[path = "../device_dump/case.rs"]
+// Shared with device_dump, which reads every field.
+#[allow(dead_code)]
+#[path = "../../../examples/device_dump/case.rs"]
 mod case;
-#[path = "../device_dump/edge.rs"]
+#[path = "../../../examples/device_dump/edge.rs"]
 mod edge;
-#[path = "../device_dump/table.rs"]
+#[allow(dead_code)]
+#[path = "../../../examples/device_dump/table.rs"]
 mod table;
 
 mod bench;
@@ -91,9 +94,19 @@ fn main() -> Result<()> {
     let device = if options.dry_run {
         None
     } else {
-        let device = phobos::Device::from_backend_name(Some("cuda"))
+        // PHOBOS_BACKEND as everywhere (unset: CUDA, which this check needs).
+        let backend = std::env::var("PHOBOS_BACKEND")
+            .ok()
+            .filter(|b| !b.trim().is_empty());
+        let device = phobos::Device::from_backend_name(Some(backend.as_deref().unwrap_or("cuda")))
             .context("opening CUDA device 0 (use --dry-run on a machine without a GPU)")?;
-        device.as_cuda().cloned()
+        let Some(cuda) = device.as_cuda() else {
+            bail!(
+                "PHOBOS_BACKEND={}: the device check needs a CUDA device (or --dry-run)",
+                device.name()
+            );
+        };
+        Some(cuda.clone())
     };
     let chip = match (&device, &options.chip) {
         (Some(device), _) => device.info().chip.clone(),

@@ -190,7 +190,7 @@ fn measure(device: &CudaDevice, options: &BenchOptions, row: &mut BenchRow) -> R
         "gemm_f16" => gemm_f16!(gemm_f16),
         "gemm_f16_tc" => gemm_f16!(gemm_f16_tc),
         "gemm_f16_tc_pipe" => gemm_f16!(gemm_f16_tc_pipe),
-        "flash_attn_f32" => attention::<f32>(
+        "flash_attn_f32" => attention::<f32, _>(
             device,
             &gpu,
             options,
@@ -199,7 +199,7 @@ fn measure(device: &CudaDevice, options: &BenchOptions, row: &mut BenchRow) -> R
             kernels::flash_attn_f32::CONFIGS,
             kernels::flash_attn_f32::launch_with,
         )?,
-        "flash_attn_f16" => attention::<f16>(
+        "flash_attn_f16" => attention::<f16, _>(
             device,
             &gpu,
             options,
