@@ -191,10 +191,10 @@ impl Drop for Inner {
                 loaded.unload();
             }
         }
-        if let Ok(mut staging) = self.staging.lock() {
-            if let Some(pinned) = staging.take() {
-                pinned.free();
-            }
+        if let Ok(mut staging) = self.staging.lock()
+            && let Some(pinned) = staging.take()
+        {
+            pinned.free();
         }
     }
 }
