@@ -5,7 +5,7 @@
 //! tensor has its declared rank; literal dims match; every symbolic dim
 //! agrees across the tensors that share it (an `Err` naming the dim and both
 //! extents). Then it computes the grid from `@grid` and runs the programs on
-//! the device's backend (the host for now).
+//! the device's backend: on CUDA through `cuda_launch`, else on the host.
 
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
@@ -144,6 +144,7 @@ pub fn kernel_module(
 
     let binding = dim_binding(kernel);
     let host_fn = host_function(&generator, kernel)?;
+    let cuda_fn = super::cuda_launch::cuda_dispatch(&generator, kernel)?;
     let slice_helper = if generator.uses_tile_slice.get() {
         tile_slice::helper()
     } else {
@@ -304,6 +305,7 @@ pub fn kernel_module(
                     });
                 }
                 #binding
+                #cuda_fn
                 if !device.is_host() {
                     return ::core::result::Result::Err(#p::Error::BackendUnavailable {
                         backend: device.name(),

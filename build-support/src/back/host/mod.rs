@@ -16,6 +16,7 @@
 //! crate and phobos-rt (via `extern crate self as phobos`) both provide.
 
 pub mod artifact;
+mod cuda_launch;
 mod expr;
 mod launcher;
 mod names;
