@@ -1,5 +1,7 @@
 //! `phobos-cluster`: tensor files, planning and running cluster jobs.
 
+mod procs;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -40,6 +42,30 @@ enum Command {
         job: PathBuf,
         #[command(flatten)]
         options: PlanArgs,
+        /// One worker process per node (this process schedules, detects
+        /// dead or silent workers and recomputes their supertiles).
+        #[arg(long)]
+        processes: bool,
+        /// Worker heartbeat interval; a worker silent for 4 intervals is
+        /// declared dead.
+        #[arg(long, default_value_t = 500)]
+        heartbeat_ms: u64,
+    },
+    /// (internal) One node's worker process, started by `run --processes`.
+    #[command(hide = true)]
+    Worker {
+        job: PathBuf,
+        #[command(flatten)]
+        options: PlanArgs,
+        #[arg(long)]
+        node: usize,
+        #[arg(long, default_value_t = 0)]
+        attempt: usize,
+        #[arg(long, default_value_t = 500)]
+        heartbeat_ms: u64,
+        /// Comma-separated supertile ids, run in this order.
+        #[arg(long)]
+        supertiles: String,
     },
 }
 
@@ -63,6 +89,26 @@ struct PlanArgs {
 }
 
 impl PlanArgs {
+    /// The same options as command-line arguments, for worker processes.
+    fn forward(&self) -> Vec<String> {
+        let mut out = vec!["--nodes".to_string(), self.nodes.to_string()];
+        if let Some(b) = self.budget {
+            out.extend(["--budget".to_string(), b.to_string()]);
+        }
+        let ingest = match self.ingest {
+            Ingest::Direct => "direct",
+            Ingest::HomeFetch => "home-fetch",
+        };
+        out.extend(["--ingest".to_string(), ingest.to_string()]);
+        if let Some(f) = self.leaf_flops {
+            out.extend(["--leaf-flops".to_string(), f.to_string()]);
+        }
+        if let Some(b) = self.link_bw {
+            out.extend(["--link-bw".to_string(), b.to_string()]);
+        }
+        out
+    }
+
     fn options(&self) -> PlanOptions {
         let mut machine = Machine::default();
         if let Some(f) = self.leaf_flops {
@@ -131,7 +177,29 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Tensor { action } => tensor(action),
         Command::Plan { job, options, dot } => plan_command(&job, &options, dot),
-        Command::Run { job, options } => run_command(&job, &options),
+        Command::Run { job, options, processes, heartbeat_ms } => {
+            if processes {
+                let (loaded, _, plan) = load(&job, &options)?;
+                let exe = std::env::current_exe().context("locating this executable")?;
+                let args = procs::WorkerArgs { forward: options.forward(), heartbeat_ms };
+                procs::run_processes(&exe, &job, &loaded, &plan, &args).with_context(|| format!("running {}", job.display()))?;
+                for t in loaded.outputs() {
+                    println!("{}", t.uri);
+                }
+                Ok(())
+            } else {
+                run_command(&job, &options)
+            }
+        }
+        Command::Worker { job, options, node, attempt, heartbeat_ms, supertiles } => {
+            let (loaded, binding, plan) = load(&job, &options)?;
+            let ids = supertiles
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse::<usize>().with_context(|| format!("bad supertile id `{s}`")))
+                .collect::<Result<Vec<_>>>()?;
+            procs::worker(&loaded, &binding, &plan, node, attempt, &ids, heartbeat_ms)
+        }
     }
 }
 

@@ -45,7 +45,7 @@ pub fn lower(plan: &Plan) -> Vec<Instr> {
     let mut next_buffer = 0usize;
     // (tensor, region) -> (home node, LOAD instruction) under home-fetch.
     let mut homes: HashMap<(String, Region), (usize, usize)> = HashMap::new();
-    let mut push = |out: &mut Vec<Instr>, node, segment, op, deps| {
+    let push = |out: &mut Vec<Instr>, node: usize, segment: usize, op: Op, deps: Vec<usize>| {
         let id = out.len();
         out.push(Instr { id, node, segment, op, deps });
         id

@@ -316,10 +316,6 @@ pub fn predict(plan: &Plan, machine: &Machine) -> Prediction {
 }
 
 fn footprint_bytes(f: &Footprint, elem_bytes: &BTreeMap<String, usize>) -> u64 {
-    let mut regions: BTreeMap<&String, &Region> = BTreeMap::new();
-    for (n, r) in f.reads.iter().chain(&f.writes) {
-        regions.entry(n).or_insert(r);
-    }
     f.reads
         .iter()
         .chain(f.writes.iter().filter(|(n, _)| !f.reads.contains_key(*n)))
