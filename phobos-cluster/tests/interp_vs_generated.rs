@@ -55,7 +55,7 @@ fn copy(tensors: &HashMap<String, HostTensor>) -> HashMap<String, HostTensor> {
         .collect()
 }
 
-trait FromHost: Sized {
+trait FromHost: phobos_rt::Element {
     fn from_host(h: HostTensor) -> Tensor<Self>;
 }
 macro_rules! from_host {
@@ -79,6 +79,7 @@ impl Generated {
     }
     fn put<T>(&mut self, name: &str, t: Tensor<T>)
     where
+        T: phobos_rt::Element,
         Tensor<T>: phobos_cluster::store::IntoHostTensor,
     {
         use phobos_cluster::store::IntoHostTensor;

@@ -235,7 +235,8 @@ impl<'k> Analysis<'k> {
                 match func {
                     Builtin::Min => Some((a.0.min(b.0), a.1.min(b.1))),
                     Builtin::Max => Some((a.0.max(b.0), a.1.max(b.1))),
-                    _ if b.0 > 0 => Some((a.0.div_euclid(b.1) , (a.1 + b.0 - 1).div_euclid(b.0))),
+                    // ceil(a / b) = (a + b - 1) div b for b > 0.
+                    _ if b.0 > 0 => Some(((a.0 + b.1 - 1).div_euclid(b.1), (a.1 + b.0 - 1).div_euclid(b.0))),
                     _ => None,
                 }
             }
