@@ -22,12 +22,19 @@ fn main() -> anyhow::Result<()> {
     let job = Job::parse("bench.job", &text, &base)?;
     let binding = job::bind(&job)?;
     let machine = Machine::default();
-    println!("| nodes | ingest | supertiles | instructions | plan+lower ms | predicted s | simulated s | model error |");
+    println!(
+        "| nodes | ingest | supertiles | instructions | plan+lower ms | predicted s | simulated s | model error |"
+    );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|");
     for ingest in [Ingest::Direct, Ingest::HomeFetch] {
         let mut nodes = 1;
         while nodes <= 1024 {
-            let options = PlanOptions { nodes, budget_bytes: Some(4 << 30), ingest, machine };
+            let options = PlanOptions {
+                nodes,
+                budget_bytes: Some(4 << 30),
+                ingest,
+                machine,
+            };
             let started = Instant::now();
             let plan = plan::plan(&job, &binding, &options)?;
             let instrs = plan::lower(&plan);

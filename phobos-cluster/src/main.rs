@@ -14,7 +14,11 @@ use phobos_cluster::store::{self, Fill};
 use phobos_rt::DType;
 
 #[derive(Parser)]
-#[command(name = "phobos-cluster", version, about = "Phobos cluster runtime: tensor files, job planning and execution")]
+#[command(
+    name = "phobos-cluster",
+    version,
+    about = "Phobos cluster runtime: tensor files, job planning and execution"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -170,19 +174,32 @@ enum TensorAction {
 
 fn main() -> Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("PHOBOS_LOG").unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PHOBOS_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     match cli.command {
         Command::Tensor { action } => tensor(action),
         Command::Plan { job, options, dot } => plan_command(&job, &options, dot),
-        Command::Run { job, options, processes, heartbeat_ms } => {
+        Command::Run {
+            job,
+            options,
+            processes,
+            heartbeat_ms,
+        } => {
             if processes {
                 let (loaded, _, plan) = load(&job, &options)?;
                 let exe = std::env::current_exe().context("locating this executable")?;
-                let args = procs::WorkerArgs { forward: options.forward(), heartbeat_ms };
-                procs::run_processes(&exe, &job, &loaded, &plan, &args).with_context(|| format!("running {}", job.display()))?;
+                let args = procs::WorkerArgs {
+                    forward: options.forward(),
+                    heartbeat_ms,
+                };
+                procs::run_processes(&exe, &job, &loaded, &plan, &args)
+                    .with_context(|| format!("running {}", job.display()))?;
                 for t in loaded.outputs() {
                     println!("{}", t.uri);
                 }
@@ -191,12 +208,22 @@ fn main() -> Result<()> {
                 run_command(&job, &options)
             }
         }
-        Command::Worker { job, options, node, attempt, heartbeat_ms, supertiles } => {
+        Command::Worker {
+            job,
+            options,
+            node,
+            attempt,
+            heartbeat_ms,
+            supertiles,
+        } => {
             let (loaded, binding, plan) = load(&job, &options)?;
             let ids = supertiles
                 .split(',')
                 .filter(|s| !s.is_empty())
-                .map(|s| s.parse::<usize>().with_context(|| format!("bad supertile id `{s}`")))
+                .map(|s| {
+                    s.parse::<usize>()
+                        .with_context(|| format!("bad supertile id `{s}`"))
+                })
                 .collect::<Result<Vec<_>>>()?;
             procs::worker(&loaded, &binding, &plan, node, attempt, &ids, heartbeat_ms)
         }
@@ -209,7 +236,14 @@ fn dtype(name: &str) -> Result<DType> {
 
 fn tensor(action: TensorAction) -> Result<()> {
     match action {
-        TensorAction::Init { uri, shape, dtype: d, fill, value, seed } => {
+        TensorAction::Init {
+            uri,
+            shape,
+            dtype: d,
+            fill,
+            value,
+            seed,
+        } => {
             let path = store::uri_path(&uri, None)?;
             let shape = store::parse_shape(&shape)?;
             let fill = match fill {
@@ -218,10 +252,21 @@ fn tensor(action: TensorAction) -> Result<()> {
                 FillArg::Const => Fill::Const(value),
                 FillArg::Iota => Fill::Iota,
             };
-            store::init_tensor(&path, dtype(&d)?, &shape, fill).with_context(|| format!("creating {uri}"))?;
-            println!("{uri}: {} {:?}, {} bytes", d, shape, store::len_bytes(dtype(&d)?, &shape));
+            store::init_tensor(&path, dtype(&d)?, &shape, fill)
+                .with_context(|| format!("creating {uri}"))?;
+            println!(
+                "{uri}: {} {:?}, {} bytes",
+                d,
+                shape,
+                store::len_bytes(dtype(&d)?, &shape)
+            );
         }
-        TensorAction::Peek { uri, shape, dtype: d, count } => {
+        TensorAction::Peek {
+            uri,
+            shape,
+            dtype: d,
+            count,
+        } => {
             let path = store::uri_path(&uri, None)?;
             let shape = store::parse_shape(&shape)?;
             for (index, value) in store::peek_tensor(&path, dtype(&d)?, &shape, count)? {
@@ -272,11 +317,19 @@ fn plan_command(job_path: &Path, args: &PlanArgs, dot: bool) -> Result<()> {
         for i in &mine {
             *counts.entry(i.op.name()).or_insert(0usize) += 1;
         }
-        println!("node{node}: {} segment(s), {} instructions {:?}", plan.segments[node].len(), mine.len(), counts);
+        println!(
+            "node{node}: {} segment(s), {} instructions {:?}",
+            plan.segments[node].len(),
+            mine.len(),
+            counts
+        );
     }
     println!(
         "predicted: {:.3} s, {:.3e} flop, {:.0} bytes moved, peak segment {} bytes",
-        plan.prediction.seconds, plan.prediction.flops, plan.prediction.bytes_moved, plan.prediction.peak_segment_bytes
+        plan.prediction.seconds,
+        plan.prediction.flops,
+        plan.prediction.bytes_moved,
+        plan.prediction.peak_segment_bytes
     );
     Ok(())
 }
@@ -284,12 +337,14 @@ fn plan_command(job_path: &Path, args: &PlanArgs, dot: bool) -> Result<()> {
 fn run_command(job_path: &Path, args: &PlanArgs) -> Result<()> {
     let (job, binding, plan) = load(job_path, args)?;
     let started = Instant::now();
-    let bar = indicatif::ProgressBar::new(plan.supertiles.len() as u64)
-        .with_style(
-            indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} supertiles")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-    let traffic = exec::run_local(&job, &binding, &plan, &|| bar.inc(1)).with_context(|| format!("running {}", job_path.display()))?;
+    let bar = indicatif::ProgressBar::new(plan.supertiles.len() as u64).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} supertiles",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let traffic = exec::run_local(&job, &binding, &plan, &|| bar.inc(1))
+        .with_context(|| format!("running {}", job_path.display()))?;
     bar.finish_and_clear();
     tracing::info!(
         seconds = started.elapsed().as_secs_f64(),

@@ -18,9 +18,18 @@ use phobos_cluster::job::Job;
 use phobos_cluster::plan::Plan;
 
 enum Event {
-    Done { worker: usize, supertile: usize },
-    Alive { worker: usize },
-    Exited { worker: usize, status: String, success: bool },
+    Done {
+        worker: usize,
+        supertile: usize,
+    },
+    Alive {
+        worker: usize,
+    },
+    Exited {
+        worker: usize,
+        status: String,
+        success: bool,
+    },
 }
 
 struct Worker {
@@ -58,10 +67,17 @@ fn spawn(
         .arg("worker")
         .arg(job_path)
         .args(&args.forward)
-        .args(["--node", &node.to_string(), "--attempt", &attempt.to_string()])
+        .args([
+            "--node",
+            &node.to_string(),
+            "--attempt",
+            &attempt.to_string(),
+        ])
         .args(["--heartbeat-ms", &args.heartbeat_ms.to_string()])
         .args(["--supertiles", &list.join(",")])
         .stdout(Stdio::piped())
+        // Workers log warnings and errors only; the scheduler tells the story.
+        .env("PHOBOS_LOG", "warn")
         .spawn()
         .with_context(|| format!("starting a worker for node{node}"))?;
     let pid = child.id();
@@ -72,7 +88,10 @@ fn spawn(
             let Ok(line) = line else { break };
             let event = match line.split_once(' ') {
                 Some(("DONE", n)) => match n.trim().parse() {
-                    Ok(supertile) => Event::Done { worker: id, supertile },
+                    Ok(supertile) => Event::Done {
+                        worker: id,
+                        supertile,
+                    },
                     Err(_) => continue,
                 },
                 _ if line == "HEARTBEAT" => Event::Alive { worker: id },
@@ -86,7 +105,11 @@ fn spawn(
             Ok(s) => (s.to_string(), s.success()),
             Err(e) => (e.to_string(), false),
         };
-        let _ = tx.send(Event::Exited { worker: id, status, success });
+        let _ = tx.send(Event::Exited {
+            worker: id,
+            status,
+            success,
+        });
     });
     tracing::info!(node, pid, attempt, supertiles = ?supertiles, "worker started");
     Ok(Worker {
@@ -100,11 +123,21 @@ fn spawn(
 }
 
 fn kill(pid: u32) {
-    let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    // `kill` of a process that already exited fails harmlessly; keep quiet.
+    let _ = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .stderr(Stdio::null())
+        .status();
 }
 
 /// Runs `plan` on `plan.nodes` worker processes and commits the outputs.
-pub fn run_processes(exe: &Path, job_path: &Path, job: &Job, plan: &Plan, args: &WorkerArgs) -> Result<()> {
+pub fn run_processes(
+    exe: &Path,
+    job_path: &Path,
+    job: &Job,
+    plan: &Plan,
+    args: &WorkerArgs,
+) -> Result<()> {
     exec::check_inputs(job)?;
     exec::begin_outputs(job)?;
     match schedule(exe, job_path, plan, args) {
@@ -126,7 +159,12 @@ fn schedule(exe: &Path, job_path: &Path, plan: &Plan, args: &WorkerArgs) -> Resu
     let mut dead: BTreeSet<usize> = BTreeSet::new();
     let mut stored: BTreeSet<usize> = BTreeSet::new();
     for node in 0..plan.nodes {
-        let mine: BTreeSet<usize> = plan.supertiles.iter().filter(|s| s.node == node).map(|s| s.id).collect();
+        let mine: BTreeSet<usize> = plan
+            .supertiles
+            .iter()
+            .filter(|s| s.node == node)
+            .map(|s| s.id)
+            .collect();
         if mine.is_empty() {
             continue;
         }
@@ -150,7 +188,11 @@ fn schedule(exe: &Path, job_path: &Path, plan: &Plan, args: &WorkerArgs) -> Resu
                 workers[worker].last_seen = Instant::now();
                 workers[worker].heard = true;
             }
-            Ok(Event::Exited { worker, status, success }) => {
+            Ok(Event::Exited {
+                worker,
+                status,
+                success,
+            }) => {
                 workers[worker].finished = true;
                 if !success || !workers[worker].pending.is_empty() {
                     lost.push((worker, format!("exited ({status})")));
@@ -165,7 +207,10 @@ fn schedule(exe: &Path, job_path: &Path, plan: &Plan, args: &WorkerArgs) -> Resu
         for (i, w) in workers.iter().enumerate() {
             let limit = if w.heard { timeout } else { STARTUP_LIMIT };
             if !w.finished && w.last_seen.elapsed() > limit && !lost.iter().any(|(l, _)| *l == i) {
-                lost.push((i, format!("missed heartbeats for {} ms", timeout.as_millis())));
+                lost.push((
+                    i,
+                    format!("missed heartbeats for {} ms", timeout.as_millis()),
+                ));
             }
         }
         for (worker, why) in lost {
@@ -175,30 +220,49 @@ fn schedule(exe: &Path, job_path: &Path, plan: &Plan, args: &WorkerArgs) -> Resu
                 workers[worker].finished = true;
             }
             dead.insert(node);
-            let redo: BTreeSet<usize> = workers[worker].pending.iter().copied().filter(|s| !stored.contains(s)).collect();
+            let redo: BTreeSet<usize> = workers[worker]
+                .pending
+                .iter()
+                .copied()
+                .filter(|s| !stored.contains(s))
+                .collect();
             workers[worker].pending.clear();
             tracing::error!(node, pid, "node{node} lost: {why}");
             if redo.is_empty() {
                 continue;
             }
             let survivors: Vec<usize> = (0..plan.nodes).filter(|n| !dead.contains(n)).collect();
-            let Some(&target) = survivors.get(redo.iter().next().copied().unwrap_or(0) % survivors.len().max(1)) else {
+            let Some(&target) =
+                survivors.get(redo.iter().next().copied().unwrap_or(0) % survivors.len().max(1))
+            else {
                 kill_all(&workers);
-                bail!("node{node} died and no node survives to recompute supertiles {redo:?}; the outputs are unchanged");
+                bail!(
+                    "node{node} died and no node survives to recompute supertiles {redo:?}; the outputs are unchanged"
+                );
             };
             let regions: Vec<String> = redo
                 .iter()
                 .map(|&s| {
                     let st = &plan.supertiles[s];
-                    let w: Vec<String> = st.footprint.writes.iter().map(|(n, r)| format!("{n}{}", r.describe())).collect();
+                    let w: Vec<String> = st
+                        .footprint
+                        .writes
+                        .iter()
+                        .map(|(n, r)| format!("{n}{}", r.describe()))
+                        .collect();
                     format!("st{s}->{}", w.join("+"))
                 })
                 .collect();
-            tracing::warn!("recomputing from lineage on node{target}: {} (lost with node{node})", regions.join(", "));
+            tracing::warn!(
+                "recomputing from lineage on node{target}: {} (lost with node{node})",
+                regions.join(", ")
+            );
             let attempt = attempts.entry(target).or_insert(0);
             *attempt += 1;
             let id = workers.len();
-            workers.push(spawn(exe, job_path, args, target, *attempt, &redo, id, &tx)?);
+            workers.push(spawn(
+                exe, job_path, args, target, *attempt, &redo, id, &tx,
+            )?);
         }
     }
     // Everything is stored; a straggler has nothing left to do.
@@ -217,12 +281,21 @@ fn kill_all(workers: &[Worker]) {
 /// each store, with a heartbeat thread. `PHOBOS_CLUSTER_CHAOS` (tests)
 /// is `NODE:K[;NODE:K...]`: on its first attempt, node NODE kills itself
 /// with SIGKILL after storing K supertiles (0: before its first compute).
-pub fn worker(job: &Job, binding: &phobos_cluster::job::Binding, plan: &Plan, node: usize, attempt: usize, supertiles: &[usize], heartbeat_ms: u64) -> Result<()> {
+pub fn worker(
+    job: &Job,
+    binding: &phobos_cluster::job::Binding,
+    plan: &Plan,
+    node: usize,
+    attempt: usize,
+    supertiles: &[usize],
+    heartbeat_ms: u64,
+) -> Result<()> {
     use std::io::Write;
     let chaos_after: Option<usize> = std::env::var("PHOBOS_CLUSTER_CHAOS").ok().and_then(|spec| {
         spec.split(';').find_map(|part| {
             let (n, k) = part.split_once(':')?;
-            (n.trim().parse::<usize>().ok()? == node && attempt == 0).then(|| k.trim().parse().ok())?
+            (n.trim().parse::<usize>().ok()? == node && attempt == 0)
+                .then(|| k.trim().parse().ok())?
         })
     });
     let die = || {
@@ -233,7 +306,10 @@ pub fn worker(job: &Job, binding: &phobos_cluster::job::Binding, plan: &Plan, no
     std::thread::spawn(move || {
         loop {
             let mut out = std::io::stdout().lock();
-            if writeln!(out, "HEARTBEAT").and_then(|_| out.flush()).is_err() {
+            if writeln!(out, "HEARTBEAT")
+                .and_then(|_| out.flush())
+                .is_err()
+            {
                 return;
             }
             drop(out);
@@ -245,8 +321,12 @@ pub fn worker(job: &Job, binding: &phobos_cluster::job::Binding, plan: &Plan, no
         if chaos_after == Some(done) {
             die();
         }
-        let st = plan.supertiles.get(id).with_context(|| format!("no supertile {id} in the plan"))?;
-        exec::run_supertile(job, binding, plan, st, &scalars).with_context(|| format!("supertile {id}"))?;
+        let st = plan
+            .supertiles
+            .get(id)
+            .with_context(|| format!("no supertile {id} in the plan"))?;
+        exec::run_supertile(job, binding, plan, st, &scalars)
+            .with_context(|| format!("supertile {id}"))?;
         let mut out = std::io::stdout().lock();
         writeln!(out, "DONE {id}").and_then(|_| out.flush())?;
     }

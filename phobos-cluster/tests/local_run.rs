@@ -28,10 +28,18 @@ fn run(d: &Path, job_text: &str, nodes: usize, budget: Option<u64>, output: &str
     std::fs::write(d.join("job.txt"), job_text).unwrap();
     let job = Job::load(&d.join("job.txt")).unwrap();
     let binding = job::bind(&job).unwrap();
-    let options = PlanOptions { nodes, budget_bytes: budget, ingest: Ingest::Direct, machine: Machine::default() };
+    let options = PlanOptions {
+        nodes,
+        budget_bytes: budget,
+        ingest: Ingest::Direct,
+        machine: Machine::default(),
+    };
     let plan = plan::plan(&job, &binding, &options).unwrap();
     assert!(plan.supertiles.len() >= nodes.min(plan.grid.iter().product()));
-    let staging_before = job.outputs().map(|t| store::staging_path(&t.path)).collect::<Vec<_>>();
+    let staging_before = job
+        .outputs()
+        .map(|t| store::staging_path(&t.path))
+        .collect::<Vec<_>>();
     exec::run_local(&job, &binding, &plan, &|| {}).unwrap();
     for s in staging_before {
         assert!(!s.exists(), "staging copy left behind");
@@ -47,16 +55,40 @@ fn single_process(d: &Path, job_text: &str, output: &str) -> Vec<u8> {
     let mut tensors: Vec<(String, HostTensor)> = job
         .tensors
         .iter()
-        .map(|t| (t.name.clone(), if t.access == job::Access::Write { HostTensor::zeros(t.dtype, &t.shape).unwrap() } else { store::read_tensor(&t.path, t.dtype, &t.shape).unwrap() }))
+        .map(|t| {
+            (
+                t.name.clone(),
+                if t.access == job::Access::Write {
+                    HostTensor::zeros(t.dtype, &t.shape).unwrap()
+                } else {
+                    store::read_tensor(&t.path, t.dtype, &t.shape).unwrap()
+                },
+            )
+        })
         .collect();
     let scalars = exec::scalar_values(&job);
-    let scalar_refs: Vec<(&str, phobos_cluster::interp::Val)> = scalars.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+    let scalar_refs: Vec<(&str, phobos_cluster::interp::Val)> = scalars
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.clone()))
+        .collect();
     {
         let refs = tensors.iter_mut().map(|(n, t)| (n.as_str(), t)).collect();
-        let program = Program::new(&binding.kernel, &binding.kernel.default_config(), refs, &scalar_refs).unwrap();
+        let program = Program::new(
+            &binding.kernel,
+            &binding.kernel.default_config(),
+            refs,
+            &scalar_refs,
+        )
+        .unwrap();
         program.run_all().unwrap();
     }
-    tensors.iter().find(|(n, _)| n == output).unwrap().1.to_le_bytes().unwrap()
+    tensors
+        .iter()
+        .find(|(n, _)| n == output)
+        .unwrap()
+        .1
+        .to_le_bytes()
+        .unwrap()
 }
 
 fn init(d: &Path, name: &str, shape: &[usize], fill: Fill) {
@@ -82,7 +114,10 @@ fn sgemm_on_1_2_4_nodes_equals_one_launch() {
         let name = format!("C-{nodes}-{}.bin", budget.is_some());
         init(&d, &name, &[m, n], Fill::Random { seed: 3 });
         let out = run(&d, &job(&name), nodes, budget, &name);
-        assert!(out == reference, "{nodes} nodes, budget {budget:?}: differs");
+        assert!(
+            out == reference,
+            "{nodes} nodes, budget {budget:?}: differs"
+        );
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
@@ -91,7 +126,11 @@ fn sgemm_on_1_2_4_nodes_equals_one_launch() {
 fn flash_attention_on_1_2_4_nodes_equals_one_launch() {
     let d = dir("flash");
     let (h, s, t) = (3, 45, 71); // S and T not multiples of the blocks
-    for (name, shape, seed) in [("Q.bin", [h, s, 64], 4), ("K.bin", [h, t, 64], 5), ("V.bin", [h, t, 64], 6)] {
+    for (name, shape, seed) in [
+        ("Q.bin", [h, s, 64], 4),
+        ("K.bin", [h, t, 64], 5),
+        ("V.bin", [h, t, 64], 6),
+    ] {
         store::init_tensor(&d.join(name), DType::F32, &shape, Fill::Random { seed }).unwrap();
     }
     let job = |o: &str| {
@@ -123,12 +162,30 @@ fn bad_inputs_fail_clearly_and_leave_outputs_alone() {
         src.display()
     );
     let cases: Vec<(String, &str)> = vec![
-        (good.replace("file://A.bin", "file://missing.bin"), "missing.bin"),
+        (
+            good.replace("file://A.bin", "file://missing.bin"),
+            "missing.bin",
+        ),
         (good.replace("read f32 10x6", "read f32 10x7"), "dim `K`"),
-        (good.replace("scalar beta = f32 1", "scalar beta = f32 1\nscalar gamma = f32 2"), "no parameter `gamma`"),
-        (good.replace("scalar beta = f32 1\n", ""), "needs scalar `beta`"),
-        (good.replace("rmw f32 10x8", "read f32 10x8"), "`write` or `rmw`"),
-        (good.replace("scalar alpha = f32 1", "scalar alpha = i32 1"), "`alpha` is f32 in the kernel"),
+        (
+            good.replace(
+                "scalar beta = f32 1",
+                "scalar beta = f32 1\nscalar gamma = f32 2",
+            ),
+            "no parameter `gamma`",
+        ),
+        (
+            good.replace("scalar beta = f32 1\n", ""),
+            "needs scalar `beta`",
+        ),
+        (
+            good.replace("rmw f32 10x8", "read f32 10x8"),
+            "`write` or `rmw`",
+        ),
+        (
+            good.replace("scalar alpha = f32 1", "scalar alpha = i32 1"),
+            "`alpha` is f32 in the kernel",
+        ),
     ];
     for (text, needle) in cases {
         std::fs::write(d.join("job.txt"), &text).unwrap();
@@ -137,14 +194,25 @@ fn bad_inputs_fail_clearly_and_leave_outputs_alone() {
             Ok(job) => match job::bind(&job) {
                 Err(e) => e.to_string(),
                 Ok(binding) => {
-                    let options = PlanOptions { nodes: 2, budget_bytes: None, ingest: Ingest::Direct, machine: Machine::default() };
+                    let options = PlanOptions {
+                        nodes: 2,
+                        budget_bytes: None,
+                        ingest: Ingest::Direct,
+                        machine: Machine::default(),
+                    };
                     let plan = plan::plan(&job, &binding, &options).unwrap();
-                    exec::run_local(&job, &binding, &plan, &|| {}).unwrap_err().to_string()
+                    exec::run_local(&job, &binding, &plan, &|| {})
+                        .unwrap_err()
+                        .to_string()
                 }
             },
         };
         assert!(err.contains(needle), "expected `{needle}` in: {err}");
-        assert_eq!(std::fs::read(d.join("C.bin")).unwrap(), before, "output changed: {needle}");
+        assert_eq!(
+            std::fs::read(d.join("C.bin")).unwrap(),
+            before,
+            "output changed: {needle}"
+        );
         assert!(!store::staging_path(&d.join("C.bin")).exists());
     }
     // A short input file: named with both sizes.
@@ -152,9 +220,16 @@ fn bad_inputs_fail_clearly_and_leave_outputs_alone() {
     std::fs::write(d.join("job.txt"), &good).unwrap();
     let job = Job::load(&d.join("job.txt")).unwrap();
     let binding = job::bind(&job).unwrap();
-    let options = PlanOptions { nodes: 1, budget_bytes: None, ingest: Ingest::Direct, machine: Machine::default() };
+    let options = PlanOptions {
+        nodes: 1,
+        budget_bytes: None,
+        ingest: Ingest::Direct,
+        machine: Machine::default(),
+    };
     let plan = plan::plan(&job, &binding, &options).unwrap();
-    let err = exec::run_local(&job, &binding, &plan, &|| {}).unwrap_err().to_string();
+    let err = exec::run_local(&job, &binding, &plan, &|| {})
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("240 bytes") && err.contains("12"), "{err}");
     assert_eq!(std::fs::read(d.join("C.bin")).unwrap(), before);
     std::fs::remove_dir_all(&d).unwrap();

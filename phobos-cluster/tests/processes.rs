@@ -23,8 +23,20 @@ fn dir(name: &str) -> PathBuf {
 /// An SGEMM job in `d` with fresh inputs; returns the job path.
 fn sgemm(d: &Path, c: &str) -> PathBuf {
     let (m, n, k) = (150, 130, 40);
-    store::init_tensor(&d.join("A.bin"), DType::F32, &[m, k], Fill::Random { seed: 1 }).unwrap();
-    store::init_tensor(&d.join("B.bin"), DType::F32, &[k, n], Fill::Random { seed: 2 }).unwrap();
+    store::init_tensor(
+        &d.join("A.bin"),
+        DType::F32,
+        &[m, k],
+        Fill::Random { seed: 1 },
+    )
+    .unwrap();
+    store::init_tensor(
+        &d.join("B.bin"),
+        DType::F32,
+        &[k, n],
+        Fill::Random { seed: 2 },
+    )
+    .unwrap();
     store::init_tensor(&d.join(c), DType::F32, &[m, n], Fill::Random { seed: 3 }).unwrap();
     let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/kernels");
     let text = format!(
@@ -40,7 +52,10 @@ fn sgemm(d: &Path, c: &str) -> PathBuf {
 /// Runs the binary with a deadline; the child is killed past it.
 fn run(args: &[&str], chaos: Option<&str>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_phobos-cluster"));
-    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).env("PHOBOS_LOG", "info");
+    cmd.args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("PHOBOS_LOG", "info");
     if let Some(spec) = chaos {
         cmd.env("PHOBOS_CLUSTER_CHAOS", spec);
     }
@@ -61,7 +76,11 @@ fn run(args: &[&str], chaos: Option<&str>) -> Output {
 fn reference(d: &Path) -> Vec<u8> {
     let job = sgemm(d, "Cref.bin");
     let out = run(&["run", job.to_str().unwrap(), "--nodes", "1"], None);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::read(d.join("Cref.bin")).unwrap()
 }
 
@@ -85,14 +104,34 @@ fn processes_match_in_process_and_survive_kills() {
         let c = format!("C{i}.bin");
         let job = sgemm(&d, &c);
         let out = run(
-            &["run", job.to_str().unwrap(), "--nodes", &nodes.to_string(), "--processes", "--heartbeat-ms", "250", "--budget", "40000"],
+            &[
+                "run",
+                job.to_str().unwrap(),
+                "--nodes",
+                &nodes.to_string(),
+                "--processes",
+                "--heartbeat-ms",
+                "250",
+                "--budget",
+                "40000",
+            ],
             chaos,
         );
         let log = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "case {i}: {log}");
-        assert!(String::from_utf8_lossy(&out.stdout).contains(&c), "case {i}: output URI not printed");
-        assert!(std::fs::read(d.join(&c)).unwrap() == expected, "case {i}: output differs");
-        assert_eq!(log.contains("recomputing from lineage"), recomputes, "case {i}: {log}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(&c),
+            "case {i}: output URI not printed"
+        );
+        assert!(
+            std::fs::read(d.join(&c)).unwrap() == expected,
+            "case {i}: output differs"
+        );
+        assert_eq!(
+            log.contains("recomputing from lineage"),
+            recomputes,
+            "case {i}: {log}"
+        );
         assert!(!store::staging_path(&d.join(&c)).exists());
     }
     std::fs::remove_dir_all(&d).unwrap();
@@ -103,7 +142,18 @@ fn no_survivors_is_a_clear_error_and_outputs_stay() {
     let d = dir("allkilled");
     let job = sgemm(&d, "C.bin");
     let before = std::fs::read(d.join("C.bin")).unwrap();
-    let out = run(&["run", job.to_str().unwrap(), "--nodes", "2", "--processes", "--heartbeat-ms", "250"], Some("0:0;1:0"));
+    let out = run(
+        &[
+            "run",
+            job.to_str().unwrap(),
+            "--nodes",
+            "2",
+            "--processes",
+            "--heartbeat-ms",
+            "250",
+        ],
+        Some("0:0;1:0"),
+    );
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(log.contains("no node survives"), "{log}");
@@ -115,15 +165,36 @@ fn no_survivors_is_a_clear_error_and_outputs_stay() {
 #[test]
 fn cli_errors_name_the_problem() {
     let d = dir("cli");
-    std::fs::write(d.join("bad.job"), "source = x.ph\ntensor A = read f32 4x4\n").unwrap();
+    std::fs::write(
+        d.join("bad.job"),
+        "source = x.ph\ntensor A = read f32 4x4\n",
+    )
+    .unwrap();
     let out = run(&["plan", d.join("bad.job").to_str().unwrap()], None);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.job:2:"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("bad.job:2:"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let uri = format!("file://{}", d.join("t.bin").display());
-    let out = run(&["tensor", "init", "--uri", &uri, "--shape", "3x4", "--fill", "iota"], None);
+    let out = run(
+        &[
+            "tensor", "init", "--uri", &uri, "--shape", "3x4", "--fill", "iota",
+        ],
+        None,
+    );
     assert!(out.status.success());
-    let out = run(&["tensor", "peek", "--uri", &uri, "--shape", "3x4", "--count", "2"], None);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "[0, 0] = 0\n[2, 3] = 11\n");
+    let out = run(
+        &[
+            "tensor", "peek", "--uri", &uri, "--shape", "3x4", "--count", "2",
+        ],
+        None,
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "[0, 0] = 0\n[2, 3] = 11\n"
+    );
     let out = run(&["tensor", "peek", "--uri", &uri, "--shape", "4x4"], None);
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected 64 bytes, the file has 48"));
     std::fs::remove_dir_all(&d).unwrap();

@@ -68,16 +68,29 @@ pub fn check_inputs(job: &Job) -> Result<(), ExecError> {
 /// Runs one supertile: reads its regions (outputs' old values from the
 /// original files, which stay untouched until the commit), runs its
 /// programs, and writes its output regions into the staging copies.
-pub fn run_supertile(job: &Job, binding: &Binding, plan: &Plan, st: &Supertile, scalars: &[(String, Val)]) -> Result<Traffic, ExecError> {
+pub fn run_supertile(
+    job: &Job,
+    binding: &Binding,
+    plan: &Plan,
+    st: &Supertile,
+    scalars: &[(String, Val)],
+) -> Result<Traffic, ExecError> {
     let mut traffic = Traffic::default();
     let mut buffers: BTreeMap<String, (HostTensor, Region)> = BTreeMap::new();
     for p in &binding.kernel.params {
-        let ParamKind::Tensor { .. } = p.kind else { continue };
-        let Some(spec) = job.tensor(&p.name) else { continue };
+        let ParamKind::Tensor { .. } = p.kind else {
+            continue;
+        };
+        let Some(spec) = job.tensor(&p.name) else {
+            continue;
+        };
         let region = buffer_region(st, &p.name);
         let region = if region.start.is_empty() {
             // Untouched by this supertile: an empty box at the origin.
-            Region { start: vec![0; spec.shape.len()], len: vec![0; spec.shape.len()] }
+            Region {
+                start: vec![0; spec.shape.len()],
+                len: vec![0; spec.shape.len()],
+            }
         } else {
             region
         };
@@ -91,15 +104,35 @@ pub fn run_supertile(job: &Job, binding: &Binding, plan: &Plan, st: &Supertile, 
         buffers.insert(p.name.clone(), (buffer, region));
     }
     {
-        let scalar_refs: Vec<(&str, Val)> = scalars.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
-        let tensors: Vec<(&str, &mut HostTensor, Vec<usize>)> =
-            buffers.iter_mut().map(|(n, (t, r))| (n.as_str(), t, r.start.clone())).collect();
-        let program = Program::with_regions(&binding.kernel, &plan.config, &plan.dims, tensors, &scalar_refs)?;
+        let scalar_refs: Vec<(&str, Val)> = scalars
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.clone()))
+            .collect();
+        let tensors: Vec<(&str, &mut HostTensor, Vec<usize>)> = buffers
+            .iter_mut()
+            .map(|(n, (t, r))| (n.as_str(), t, r.start.clone()))
+            .collect();
+        let program = Program::with_regions(
+            &binding.kernel,
+            &plan.config,
+            &plan.dims,
+            tensors,
+            &scalar_refs,
+        )?;
         program.run_block(st.lo, st.hi)?;
     }
     for (name, region) in &st.footprint.writes {
-        let (Some(spec), Some((buffer, buffer_region))) = (job.tensor(name), buffers.get(name)) else { continue };
-        region_io::write_region(&store::staging_path(&spec.path), &spec.shape, buffer, buffer_region, region)?;
+        let (Some(spec), Some((buffer, buffer_region))) = (job.tensor(name), buffers.get(name))
+        else {
+            continue;
+        };
+        region_io::write_region(
+            &store::staging_path(&spec.path),
+            &spec.shape,
+            buffer,
+            buffer_region,
+            region,
+        )?;
         traffic.bytes_stored += (region.elements() * spec.dtype.size_bytes()) as u64;
     }
     Ok(traffic)
@@ -108,7 +141,12 @@ pub fn run_supertile(job: &Job, binding: &Binding, plan: &Plan, st: &Supertile, 
 /// Creates the staging copies of every output.
 pub fn begin_outputs(job: &Job) -> Result<(), ExecError> {
     for t in job.outputs() {
-        store::begin_staging(&t.path, t.dtype, &t.shape, t.access == Access::ReadModifyWrite)?;
+        store::begin_staging(
+            &t.path,
+            t.dtype,
+            &t.shape,
+            t.access == Access::ReadModifyWrite,
+        )?;
     }
     Ok(())
 }
@@ -131,7 +169,12 @@ pub fn abort_outputs(job: &Job) {
 /// Runs every supertile of `plan` in this process, then commits the
 /// outputs; on any error the outputs are left untouched.
 /// `on_supertile` is called after each supertile (progress reporting).
-pub fn run_local(job: &Job, binding: &Binding, plan: &Plan, on_supertile: &dyn Fn()) -> Result<Traffic, ExecError> {
+pub fn run_local(
+    job: &Job,
+    binding: &Binding,
+    plan: &Plan,
+    on_supertile: &dyn Fn(),
+) -> Result<Traffic, ExecError> {
     check_inputs(job)?;
     begin_outputs(job)?;
     let scalars = scalar_values(job);

@@ -14,14 +14,23 @@ use super::{Frame, InterpError, Program};
 /// A float function of one scalar through its `Float` trait method.
 macro_rules! float_scalar {
     ($a:expr, $m:ident) => {
-        dispatch1!($a, [F16, Bf16, F32, F64], |t| Float::$m(t.item()?), "a float function")
+        dispatch1!(
+            $a,
+            [F16, Bf16, F32, F64],
+            |t| Float::$m(t.item()?),
+            "a float function"
+        )
     };
 }
 
 impl Program<'_> {
     /// The value of `e`: a rank-0 tile for scalars.
     pub(super) fn eval(&self, f: &Frame<'_>, e: &Expr) -> Result<Val, InterpError> {
-        if e.is_scalar() { self.scalar(f, e) } else { self.tile(f, e) }
+        if e.is_scalar() {
+            self.scalar(f, e)
+        } else {
+            self.tile(f, e)
+        }
     }
 
     fn dtype_of(e: &Expr) -> Result<DType, InterpError> {
@@ -40,7 +49,11 @@ impl Program<'_> {
             ExprKind::Param(name) => self.scalar_param(name)?.clone(),
             ExprKind::Dim(name) => Val::from(self.dim(name)?),
             ExprKind::Tune(name) => Val::from(self.tune(name)?),
-            ExprKind::Load { tensor, index, other } => {
+            ExprKind::Load {
+                tensor,
+                index,
+                other,
+            } => {
                 let points = index
                     .iter()
                     .map(|s| match s {
@@ -53,16 +66,30 @@ impl Program<'_> {
                 let points = self.shift_points(tensor, points);
                 let other = self.other(f, dtype, other.as_deref())?;
                 let view = self.view(tensor)?;
-                with_view!(view, |a| Val::from(a.load_point(&points, scalar_of(&other, "load")?)?))
+                with_view!(view, |a| Val::from(
+                    a.load_point(&points, scalar_of(&other, "load")?)?
+                ))
             }
             ExprKind::Slice { base, index } => item(self.tile_slice(f, base, index)?)?,
             ExprKind::Unary { op, arg } => {
                 let a = self.scalar(f, arg)?;
                 match op {
-                    UnOp::Neg => dispatch1!(&a, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
-                        |t| Num::neg(t.item()?), "-"),
-                    UnOp::Not => Val::from(!a.as_bool().ok_or(InterpError::Type { op: "!", found: a.dtype().name().into() })?),
-                    UnOp::BitNot => dispatch1!(&a, [Bool, I8, U8, I16, U16, I32, U32, I64], |t| Bits::bitnot(t.item()?), "~"),
+                    UnOp::Neg => dispatch1!(
+                        &a,
+                        [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+                        |t| Num::neg(t.item()?),
+                        "-"
+                    ),
+                    UnOp::Not => Val::from(!a.as_bool().ok_or(InterpError::Type {
+                        op: "!",
+                        found: a.dtype().name().into(),
+                    })?),
+                    UnOp::BitNot => dispatch1!(
+                        &a,
+                        [Bool, I8, U8, I16, U16, I32, U32, I64],
+                        |t| Bits::bitnot(t.item()?),
+                        "~"
+                    ),
                 }
             }
             ExprKind::Binary { op, lhs, rhs } => {
@@ -84,15 +111,27 @@ impl Program<'_> {
         })
     }
 
-    fn scalar_call(&self, f: &Frame<'_>, func: Builtin, args: &[Expr], e: &Expr) -> Result<Val, InterpError> {
-        let arg = |i: usize| -> Result<Val, InterpError> { self.scalar(f, Self::arg(args, i, func)?) };
+    fn scalar_call(
+        &self,
+        f: &Frame<'_>,
+        func: Builtin,
+        args: &[Expr],
+        e: &Expr,
+    ) -> Result<Val, InterpError> {
+        let arg =
+            |i: usize| -> Result<Val, InterpError> { self.scalar(f, Self::arg(args, i, func)?) };
         Ok(match func {
             Builtin::ProgramId => Val::from(f.pid[axis(args)?]),
             Builtin::NumPrograms => Val::from(self.num_programs[axis(args)?]),
             Builtin::Cdiv => {
                 let (a, b) = (arg(0)?, arg(1)?);
-                dispatch2!(&a, &b, [I8, U8, I16, U16, I32, U32, I64],
-                    |x, y| host::cdiv_scalar(x.item()?, y.item()?), "cdiv")
+                dispatch2!(
+                    &a,
+                    &b,
+                    [I8, U8, I16, U16, I32, U32, I64],
+                    |x, y| host::cdiv_scalar(x.item()?, y.item()?),
+                    "cdiv"
+                )
             }
             Builtin::Exp => float_scalar!(&arg(0)?, exp),
             Builtin::Log => float_scalar!(&arg(0)?, log),
@@ -111,16 +150,33 @@ impl Program<'_> {
             }
             Builtin::Abs => {
                 let a = arg(0)?;
-                dispatch1!(&a, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |t| Num::abs(t.item()?), "abs")
+                dispatch1!(
+                    &a,
+                    [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+                    |t| Num::abs(t.item()?),
+                    "abs"
+                )
             }
             Builtin::Min | Builtin::Max => {
                 let (a, b) = (arg(0)?, arg(1)?);
                 let max = func == Builtin::Max;
-                dispatch2!(&a, &b, [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
-                    |x, y| if max { Element::maximum(x.item()?, y.item()?) } else { Element::minimum(x.item()?, y.item()?) }, "min/max")
+                dispatch2!(
+                    &a,
+                    &b,
+                    [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+                    |x, y| if max {
+                        Element::maximum(x.item()?, y.item()?)
+                    } else {
+                        Element::minimum(x.item()?, y.item()?)
+                    },
+                    "min/max"
+                )
             }
             Builtin::Where => {
-                let c = arg(0)?.as_bool().ok_or(InterpError::Type { op: "where", found: "a non-bool condition".into() })?;
+                let c = arg(0)?.as_bool().ok_or(InterpError::Type {
+                    op: "where",
+                    found: "a non-bool condition".into(),
+                })?;
                 if c { arg(1)? } else { arg(2)? }
             }
             Builtin::ReduceSum | Builtin::ReduceMax | Builtin::ReduceMin => {
@@ -142,19 +198,35 @@ impl Program<'_> {
         let dtype = Self::dtype_of(e)?;
         Ok(match &e.kind {
             ExprKind::Local(id) => f.local(*id)?.clone(),
-            ExprKind::Load { tensor, index, other } => {
+            ExprKind::Load {
+                tensor,
+                index,
+                other,
+            } => {
                 let slices = self.tensor_slices(f, tensor, index)?;
                 let other = self.other(f, dtype, other.as_deref())?;
                 let view = self.view(tensor)?;
-                with_view!(view, |a| Val::from(a.load(&slices, scalar_of(&other, "load")?)?))
+                with_view!(view, |a| Val::from(
+                    a.load(&slices, scalar_of(&other, "load")?)?
+                ))
             }
             ExprKind::Slice { base, index } => self.tile_slice(f, base, index)?,
             ExprKind::Unary { op, arg } => {
                 let a = self.eval(f, arg)?;
                 match op {
-                    UnOp::Neg => dispatch1!(&a, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |t| host::neg(t), "-"),
+                    UnOp::Neg => dispatch1!(
+                        &a,
+                        [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+                        |t| host::neg(t),
+                        "-"
+                    ),
                     UnOp::Not => Val::from(host::not(tile_of::<bool>(&a, "!")?)),
-                    UnOp::BitNot => dispatch1!(&a, [Bool, I8, U8, I16, U16, I32, U32, I64], |t| host::bitnot(t), "~"),
+                    UnOp::BitNot => dispatch1!(
+                        &a,
+                        [Bool, I8, U8, I16, U16, I32, U32, I64],
+                        |t| host::bitnot(t),
+                        "~"
+                    ),
                 }
             }
             ExprKind::Binary { op, lhs, rhs } => {
@@ -172,7 +244,12 @@ impl Program<'_> {
                 }
             }
             ExprKind::Call { func, args } => self.tile_call(f, *func, args, e)?,
-            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Param(_) | ExprKind::Dim(_) | ExprKind::Tune(_) => {
+            ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Bool(_)
+            | ExprKind::Param(_)
+            | ExprKind::Dim(_)
+            | ExprKind::Tune(_) => {
                 let value = self.scalar(
                     f,
                     &Expr {
@@ -186,8 +263,15 @@ impl Program<'_> {
         })
     }
 
-    pub(super) fn tile_call(&self, f: &Frame<'_>, func: Builtin, args: &[Expr], e: &Expr) -> Result<Val, InterpError> {
-        let arg = |i: usize| -> Result<Val, InterpError> { self.eval(f, Self::arg(args, i, func)?) };
+    pub(super) fn tile_call(
+        &self,
+        f: &Frame<'_>,
+        func: Builtin,
+        args: &[Expr],
+        e: &Expr,
+    ) -> Result<Val, InterpError> {
+        let arg =
+            |i: usize| -> Result<Val, InterpError> { self.eval(f, Self::arg(args, i, func)?) };
         const FLOATS: &str = "a float function";
         Ok(match func {
             Builtin::Arange => {
@@ -197,35 +281,84 @@ impl Program<'_> {
             Builtin::Dot | Builtin::DotT => {
                 let (a, b) = (arg(0)?, arg(1)?);
                 let t = func == Builtin::DotT;
-                dispatch2!(&a, &b, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
-                    |x, y| if t { host::dot_t(x, y)? } else { host::dot(x, y)? }, "dot")
+                dispatch2!(
+                    &a,
+                    &b,
+                    [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+                    |x, y| if t {
+                        host::dot_t(x, y)?
+                    } else {
+                        host::dot(x, y)?
+                    },
+                    "dot"
+                )
             }
             Builtin::Exp => dispatch1!(&arg(0)?, [F16, Bf16, F32, F64], |t| host::exp(t), FLOATS),
             Builtin::Log => dispatch1!(&arg(0)?, [F16, Bf16, F32, F64], |t| host::log(t), FLOATS),
             Builtin::Sqrt => dispatch1!(&arg(0)?, [F16, Bf16, F32, F64], |t| host::sqrt(t), FLOATS),
-            Builtin::Rsqrt => dispatch1!(&arg(0)?, [F16, Bf16, F32, F64], |t| host::rsqrt(t), FLOATS),
+            Builtin::Rsqrt => {
+                dispatch1!(&arg(0)?, [F16, Bf16, F32, F64], |t| host::rsqrt(t), FLOATS)
+            }
             Builtin::Tanh => dispatch1!(&arg(0)?, [F16, Bf16, F32, F64], |t| host::tanh(t), FLOATS),
-            Builtin::Sigmoid => dispatch1!(&arg(0)?, [F16, Bf16, F32, F64], |t| host::sigmoid(t), FLOATS),
+            Builtin::Sigmoid => dispatch1!(
+                &arg(0)?,
+                [F16, Bf16, F32, F64],
+                |t| host::sigmoid(t),
+                FLOATS
+            ),
             Builtin::Silu => dispatch1!(&arg(0)?, [F16, Bf16, F32, F64], |t| host::silu(t), FLOATS),
             Builtin::Gelu => dispatch1!(&arg(0)?, [F16, Bf16, F32, F64], |t| host::gelu(t), FLOATS),
-            Builtin::Floor => dispatch1!(&arg(0)?, [F16, Bf16, F32, F64], |t| host::floor(t), FLOATS),
-            Builtin::Round => dispatch1!(&arg(0)?, [F16, Bf16, F32, F64], |t| host::round(t), FLOATS),
-            Builtin::Abs => dispatch1!(&arg(0)?, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |t| host::abs(t), "abs"),
+            Builtin::Floor => {
+                dispatch1!(&arg(0)?, [F16, Bf16, F32, F64], |t| host::floor(t), FLOATS)
+            }
+            Builtin::Round => {
+                dispatch1!(&arg(0)?, [F16, Bf16, F32, F64], |t| host::round(t), FLOATS)
+            }
+            Builtin::Abs => dispatch1!(
+                &arg(0)?,
+                [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+                |t| host::abs(t),
+                "abs"
+            ),
             Builtin::Sin | Builtin::Cos => trig(&arg(0)?, func == Builtin::Sin)?,
             Builtin::Min | Builtin::Max => {
                 let (a, b) = (arg(0)?, arg(1)?);
                 let max = func == Builtin::Max;
-                dispatch2!(&a, &b, [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
-                    |x, y| if max { host::maximum(x, y)? } else { host::minimum(x, y)? }, "min/max")
+                dispatch2!(
+                    &a,
+                    &b,
+                    [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+                    |x, y| if max {
+                        host::maximum(x, y)?
+                    } else {
+                        host::minimum(x, y)?
+                    },
+                    "min/max"
+                )
             }
             Builtin::Where => {
                 let (c, a, b) = (arg(0)?, arg(1)?, arg(2)?);
                 let c = tile_of::<bool>(&c, "where")?;
-                dispatch2!(&a, &b, [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
-                    |x, y| host::select(c, x, y)?, "where")
+                dispatch2!(
+                    &a,
+                    &b,
+                    [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+                    |x, y| host::select(c, x, y)?,
+                    "where"
+                )
             }
-            Builtin::RowSum => dispatch1!(&arg(0)?, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |t| host::rowsum(t)?, "rowsum"),
-            Builtin::Cumsum => dispatch1!(&arg(0)?, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |t| host::cumsum(t)?, "cumsum"),
+            Builtin::RowSum => dispatch1!(
+                &arg(0)?,
+                [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+                |t| host::rowsum(t)?,
+                "rowsum"
+            ),
+            Builtin::Cumsum => dispatch1!(
+                &arg(0)?,
+                [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+                |t| host::cumsum(t)?,
+                "cumsum"
+            ),
             Builtin::RowMax => with_val!(&arg(0)?, |t| Val::from(host::rowmax(t)?)),
             Builtin::RowMin => with_val!(&arg(0)?, |t| Val::from(host::rowmin(t)?)),
             Builtin::Transpose => with_val!(&arg(0)?, |t| Val::from(host::transpose(t)?)),
@@ -241,7 +374,13 @@ impl Program<'_> {
             }
             Builtin::Cdiv => {
                 let (a, b) = (arg(0)?, arg(1)?);
-                dispatch2!(&a, &b, [I8, U8, I16, U16, I32, U32, I64], |x, y| host::cdiv(x, y)?, "cdiv")
+                dispatch2!(
+                    &a,
+                    &b,
+                    [I8, U8, I16, U16, I32, U32, I64],
+                    |x, y| host::cdiv(x, y)?,
+                    "cdiv"
+                )
             }
             Builtin::ProgramId | Builtin::NumPrograms => {
                 return Err(InterpError::Unsupported {
@@ -272,7 +411,11 @@ impl Program<'_> {
         })
     }
 
-    pub(super) fn slices(&self, f: &Frame<'_>, index: &[Slice]) -> Result<Vec<host::Slice>, InterpError> {
+    pub(super) fn slices(
+        &self,
+        f: &Frame<'_>,
+        index: &[Slice],
+    ) -> Result<Vec<host::Slice>, InterpError> {
         index
             .iter()
             .map(|s| {
@@ -289,7 +432,12 @@ impl Program<'_> {
     }
 
     /// Slices of a tensor, relative to the region the program holds of it.
-    pub(super) fn tensor_slices(&self, f: &Frame<'_>, tensor: &str, index: &[Slice]) -> Result<Vec<host::Slice>, InterpError> {
+    pub(super) fn tensor_slices(
+        &self,
+        f: &Frame<'_>,
+        tensor: &str,
+        index: &[Slice],
+    ) -> Result<Vec<host::Slice>, InterpError> {
         let mut slices = self.slices(f, index)?;
         if let Some(origin) = self.origins.get(tensor) {
             for (s, &o) in slices.iter_mut().zip(origin) {
@@ -353,7 +501,10 @@ fn item(v: Val) -> Result<Val, InterpError> {
 }
 
 fn trig(a: &Val, sin: bool) -> Result<Val, InterpError> {
-    fn apply<T: Element + phobos_rt::CastTo<f64>>(t: &Tile<T>, sin: bool) -> Result<Tile<T>, InterpError>
+    fn apply<T: Element + phobos_rt::CastTo<f64>>(
+        t: &Tile<T>,
+        sin: bool,
+    ) -> Result<Tile<T>, InterpError>
     where
         f64: phobos_rt::CastTo<T>,
     {
@@ -367,12 +518,22 @@ fn trig(a: &Val, sin: bool) -> Result<Val, InterpError> {
             .collect();
         Ok(Tile::from_vec(t.shape(), data)?)
     }
-    Ok(dispatch1!(a, [F16, Bf16, F32, F64], |t| apply(t, sin)?, "sin/cos"))
+    Ok(dispatch1!(
+        a,
+        [F16, Bf16, F32, F64],
+        |t| apply(t, sin)?,
+        "sin/cos"
+    ))
 }
 
 fn reduce_all(func: Builtin, t: &Val) -> Result<Val, InterpError> {
     Ok(match func {
-        Builtin::ReduceSum => dispatch1!(t, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x| host::sum(x), "sum"),
+        Builtin::ReduceSum => dispatch1!(
+            t,
+            [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x| host::sum(x),
+            "sum"
+        ),
         Builtin::ReduceMax => with_val!(t, |x| Val::from(host::max(x))),
         _ => with_val!(t, |x| Val::from(host::min(x))),
     })
@@ -381,21 +542,87 @@ fn reduce_all(func: Builtin, t: &Val) -> Result<Val, InterpError> {
 fn scalar_binary(op: BinOp, a: &Val, b: &Val) -> Result<Val, InterpError> {
     const NUMS: &str = "arithmetic";
     Ok(match op {
-        BinOp::Add => dispatch2!(a, b, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| Num::add(x.item()?, y.item()?), NUMS),
-        BinOp::Sub => dispatch2!(a, b, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| Num::sub(x.item()?, y.item()?), NUMS),
-        BinOp::Mul => dispatch2!(a, b, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| Num::mul(x.item()?, y.item()?), NUMS),
-        BinOp::Div => dispatch2!(a, b, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| Num::div(x.item()?, y.item()?), NUMS),
-        BinOp::Rem => dispatch2!(a, b, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| Num::rem(x.item()?, y.item()?), NUMS),
-        BinOp::Shl => dispatch2!(a, b, [I8, U8, I16, U16, I32, U32, I64], |x, y| Int::shl(x.item()?, y.item()?), "<<"),
-        BinOp::Shr => dispatch2!(a, b, [I8, U8, I16, U16, I32, U32, I64], |x, y| Int::shr(x.item()?, y.item()?), ">>"),
-        BinOp::BitAnd => dispatch2!(a, b, [Bool, I8, U8, I16, U16, I32, U32, I64], |x, y| Bits::bitand(x.item()?, y.item()?), "&"),
-        BinOp::BitOr => dispatch2!(a, b, [Bool, I8, U8, I16, U16, I32, U32, I64], |x, y| Bits::bitor(x.item()?, y.item()?), "|"),
-        BinOp::BitXor => dispatch2!(a, b, [Bool, I8, U8, I16, U16, I32, U32, I64], |x, y| Bits::bitxor(x.item()?, y.item()?), "^"),
-                                                        BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => cmp(op, a, b)?,
+        BinOp::Add => dispatch2!(
+            a,
+            b,
+            [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| Num::add(x.item()?, y.item()?),
+            NUMS
+        ),
+        BinOp::Sub => dispatch2!(
+            a,
+            b,
+            [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| Num::sub(x.item()?, y.item()?),
+            NUMS
+        ),
+        BinOp::Mul => dispatch2!(
+            a,
+            b,
+            [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| Num::mul(x.item()?, y.item()?),
+            NUMS
+        ),
+        BinOp::Div => dispatch2!(
+            a,
+            b,
+            [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| Num::div(x.item()?, y.item()?),
+            NUMS
+        ),
+        BinOp::Rem => dispatch2!(
+            a,
+            b,
+            [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| Num::rem(x.item()?, y.item()?),
+            NUMS
+        ),
+        BinOp::Shl => dispatch2!(
+            a,
+            b,
+            [I8, U8, I16, U16, I32, U32, I64],
+            |x, y| Int::shl(x.item()?, y.item()?),
+            "<<"
+        ),
+        BinOp::Shr => dispatch2!(
+            a,
+            b,
+            [I8, U8, I16, U16, I32, U32, I64],
+            |x, y| Int::shr(x.item()?, y.item()?),
+            ">>"
+        ),
+        BinOp::BitAnd => dispatch2!(
+            a,
+            b,
+            [Bool, I8, U8, I16, U16, I32, U32, I64],
+            |x, y| Bits::bitand(x.item()?, y.item()?),
+            "&"
+        ),
+        BinOp::BitOr => dispatch2!(
+            a,
+            b,
+            [Bool, I8, U8, I16, U16, I32, U32, I64],
+            |x, y| Bits::bitor(x.item()?, y.item()?),
+            "|"
+        ),
+        BinOp::BitXor => dispatch2!(
+            a,
+            b,
+            [Bool, I8, U8, I16, U16, I32, U32, I64],
+            |x, y| Bits::bitxor(x.item()?, y.item()?),
+            "^"
+        ),
+        BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => cmp(op, a, b)?,
         BinOp::And | BinOp::Or => {
             let (x, y) = (
-                a.as_bool().ok_or(InterpError::Type { op: "&&/||", found: a.dtype().name().into() })?,
-                b.as_bool().ok_or(InterpError::Type { op: "&&/||", found: b.dtype().name().into() })?,
+                a.as_bool().ok_or(InterpError::Type {
+                    op: "&&/||",
+                    found: a.dtype().name().into(),
+                })?,
+                b.as_bool().ok_or(InterpError::Type {
+                    op: "&&/||",
+                    found: b.dtype().name().into(),
+                })?,
             );
             Val::from(if op == BinOp::And { x && y } else { x || y })
         }
@@ -415,31 +642,139 @@ fn cmp(op: BinOp, a: &Val, b: &Val) -> Result<Val, InterpError> {
             _ => x >= y,
         })
     }
-    Ok(dispatch2!(a, b, [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| go(op, x, y)?, "comparison"))
+    Ok(dispatch2!(
+        a,
+        b,
+        [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+        |x, y| go(op, x, y)?,
+        "comparison"
+    ))
 }
 
 fn tile_binary(op: BinOp, a: &Val, b: &Val) -> Result<Val, InterpError> {
     const NUMS: &str = "arithmetic";
     const ALL: &str = "comparison";
     Ok(match op {
-        BinOp::Add => dispatch2!(a, b, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| host::add(x, y)?, NUMS),
-        BinOp::Sub => dispatch2!(a, b, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| host::sub(x, y)?, NUMS),
-        BinOp::Mul => dispatch2!(a, b, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| host::mul(x, y)?, NUMS),
-        BinOp::Div => dispatch2!(a, b, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| host::div(x, y)?, NUMS),
-        BinOp::Rem => dispatch2!(a, b, [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| host::rem(x, y)?, NUMS),
-        BinOp::Shl => dispatch2!(a, b, [I8, U8, I16, U16, I32, U32, I64], |x, y| host::shl(x, y)?, "<<"),
-        BinOp::Shr => dispatch2!(a, b, [I8, U8, I16, U16, I32, U32, I64], |x, y| host::shr(x, y)?, ">>"),
-        BinOp::BitAnd => dispatch2!(a, b, [Bool, I8, U8, I16, U16, I32, U32, I64], |x, y| host::bitand(x, y)?, "&"),
-        BinOp::BitOr => dispatch2!(a, b, [Bool, I8, U8, I16, U16, I32, U32, I64], |x, y| host::bitor(x, y)?, "|"),
-        BinOp::BitXor => dispatch2!(a, b, [Bool, I8, U8, I16, U16, I32, U32, I64], |x, y| host::bitxor(x, y)?, "^"),
-        BinOp::Eq => dispatch2!(a, b, [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| host::eq(x, y)?, ALL),
-        BinOp::Ne => dispatch2!(a, b, [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| host::ne(x, y)?, ALL),
-        BinOp::Lt => dispatch2!(a, b, [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| host::lt(x, y)?, ALL),
-        BinOp::Le => dispatch2!(a, b, [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| host::le(x, y)?, ALL),
-        BinOp::Gt => dispatch2!(a, b, [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| host::gt(x, y)?, ALL),
-        BinOp::Ge => dispatch2!(a, b, [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64], |x, y| host::ge(x, y)?, ALL),
-        BinOp::And => Val::from(host::and(tile_of::<bool>(a, "&&")?, tile_of::<bool>(b, "&&")?)?),
-        BinOp::Or => Val::from(host::or(tile_of::<bool>(a, "||")?, tile_of::<bool>(b, "||")?)?),
+        BinOp::Add => dispatch2!(
+            a,
+            b,
+            [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| host::add(x, y)?,
+            NUMS
+        ),
+        BinOp::Sub => dispatch2!(
+            a,
+            b,
+            [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| host::sub(x, y)?,
+            NUMS
+        ),
+        BinOp::Mul => dispatch2!(
+            a,
+            b,
+            [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| host::mul(x, y)?,
+            NUMS
+        ),
+        BinOp::Div => dispatch2!(
+            a,
+            b,
+            [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| host::div(x, y)?,
+            NUMS
+        ),
+        BinOp::Rem => dispatch2!(
+            a,
+            b,
+            [I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| host::rem(x, y)?,
+            NUMS
+        ),
+        BinOp::Shl => dispatch2!(
+            a,
+            b,
+            [I8, U8, I16, U16, I32, U32, I64],
+            |x, y| host::shl(x, y)?,
+            "<<"
+        ),
+        BinOp::Shr => dispatch2!(
+            a,
+            b,
+            [I8, U8, I16, U16, I32, U32, I64],
+            |x, y| host::shr(x, y)?,
+            ">>"
+        ),
+        BinOp::BitAnd => dispatch2!(
+            a,
+            b,
+            [Bool, I8, U8, I16, U16, I32, U32, I64],
+            |x, y| host::bitand(x, y)?,
+            "&"
+        ),
+        BinOp::BitOr => dispatch2!(
+            a,
+            b,
+            [Bool, I8, U8, I16, U16, I32, U32, I64],
+            |x, y| host::bitor(x, y)?,
+            "|"
+        ),
+        BinOp::BitXor => dispatch2!(
+            a,
+            b,
+            [Bool, I8, U8, I16, U16, I32, U32, I64],
+            |x, y| host::bitxor(x, y)?,
+            "^"
+        ),
+        BinOp::Eq => dispatch2!(
+            a,
+            b,
+            [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| host::eq(x, y)?,
+            ALL
+        ),
+        BinOp::Ne => dispatch2!(
+            a,
+            b,
+            [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| host::ne(x, y)?,
+            ALL
+        ),
+        BinOp::Lt => dispatch2!(
+            a,
+            b,
+            [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| host::lt(x, y)?,
+            ALL
+        ),
+        BinOp::Le => dispatch2!(
+            a,
+            b,
+            [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| host::le(x, y)?,
+            ALL
+        ),
+        BinOp::Gt => dispatch2!(
+            a,
+            b,
+            [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| host::gt(x, y)?,
+            ALL
+        ),
+        BinOp::Ge => dispatch2!(
+            a,
+            b,
+            [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64],
+            |x, y| host::ge(x, y)?,
+            ALL
+        ),
+        BinOp::And => Val::from(host::and(
+            tile_of::<bool>(a, "&&")?,
+            tile_of::<bool>(b, "&&")?,
+        )?),
+        BinOp::Or => Val::from(host::or(
+            tile_of::<bool>(a, "||")?,
+            tile_of::<bool>(b, "||")?,
+        )?),
     })
 }
 
@@ -468,7 +803,10 @@ pub(super) fn cast_val(a: &Val, to: DType) -> Val {
 
 /// `base[slices]` with positions outside the base reading as zero (the
 /// generated `__slice_tile` helper).
-fn slice_tile<T: ValElement>(base: &Tile<T>, slices: &[host::Slice]) -> Result<Tile<T>, InterpError> {
+fn slice_tile<T: ValElement>(
+    base: &Tile<T>,
+    slices: &[host::Slice],
+) -> Result<Tile<T>, InterpError> {
     let base_shape = base.shape();
     if slices.len() != base_shape.len() {
         return Err(phobos_rt::Error::SliceRank {
@@ -510,7 +848,11 @@ fn slice_tile<T: ValElement>(base: &Tile<T>, slices: &[host::Slice]) -> Result<T
             }
             base_index[dim] = position as usize;
         }
-        data.push(if inside { base.get(&base_index).unwrap_or(T::ZERO) } else { T::ZERO });
+        data.push(if inside {
+            base.get(&base_index).unwrap_or(T::ZERO)
+        } else {
+            T::ZERO
+        });
         for dim in (0..out_index.len()).rev() {
             out_index[dim] += 1;
             if out_index[dim] < out_shape[dim] {

@@ -72,7 +72,10 @@ impl Frame<'_> {
             .get(id.0 as usize)
             .and_then(Option::as_ref)
             .ok_or_else(|| InterpError::Unset {
-                name: self.kernel.local(id).map_or_else(|| format!("#{}", id.0), |l| l.name.clone()),
+                name: self
+                    .kernel
+                    .local(id)
+                    .map_or_else(|| format!("#{}", id.0), |l| l.name.clone()),
             })
     }
 }
@@ -103,7 +106,10 @@ impl<'a> Program<'a> {
         tensors: Vec<(&str, &'a mut HostTensor, Vec<usize>)>,
         scalars: &[(&str, Val)],
     ) -> Result<Program<'a>, InterpError> {
-        let tensors = tensors.into_iter().map(|(n, t, o)| (n, t, Some(o))).collect();
+        let tensors = tensors
+            .into_iter()
+            .map(|(n, t, o)| (n, t, Some(o)))
+            .collect();
         Program::bind(kernel, config, tensors, Some(dims), scalars)
     }
 
@@ -123,7 +129,11 @@ impl<'a> Program<'a> {
         }
         let mut tunes = HashMap::new();
         for (name, v) in &config.values {
-            tunes.insert(name.clone(), i32::try_from(*v).map_err(|_| bind(format!("tune value {name}={v} exceeds i32")))?);
+            tunes.insert(
+                name.clone(),
+                i32::try_from(*v)
+                    .map_err(|_| bind(format!("tune value {name}={v} exceeds i32")))?,
+            );
         }
         let mut by_name: HashMap<&str, (&'a mut HostTensor, Option<Vec<usize>>)> =
             tensors.into_iter().map(|(n, t, o)| (n, (t, o))).collect();
@@ -131,41 +141,72 @@ impl<'a> Program<'a> {
         let mut origins = HashMap::new();
         if let Some(global) = global_dims {
             for (name, &v) in global {
-                dims.insert(name.clone(), i32::try_from(v).map_err(|_| bind(format!("dim `{name}` exceeds i32")))?);
+                dims.insert(
+                    name.clone(),
+                    i32::try_from(v).map_err(|_| bind(format!("dim `{name}` exceeds i32")))?,
+                );
             }
         }
         let mut views = HashMap::new();
         let mut scalar_map = HashMap::new();
         for param in &kernel.params {
             match &param.kind {
-                ParamKind::Tensor { elem, dims: pdims, written } => {
+                ParamKind::Tensor {
+                    elem,
+                    dims: pdims,
+                    written,
+                } => {
                     let (tensor, origin) = by_name
                         .remove(param.name.as_str())
                         .ok_or_else(|| bind(format!("tensor `{}` is not given", param.name)))?;
                     if elem.scalar() != Some(tensor.dtype()) {
-                        return Err(bind(format!("`{}` is {elem}, the tensor is {}", param.name, tensor.dtype().name())));
+                        return Err(bind(format!(
+                            "`{}` is {elem}, the tensor is {}",
+                            param.name,
+                            tensor.dtype().name()
+                        )));
                     }
                     if tensor.shape().len() != pdims.len() {
-                        return Err(bind(format!("`{}` has rank {}, the tensor {:?}", param.name, pdims.len(), tensor.shape())));
+                        return Err(bind(format!(
+                            "`{}` has rank {}, the tensor {:?}",
+                            param.name,
+                            pdims.len(),
+                            tensor.shape()
+                        )));
                     }
                     if let Some(origin) = origin {
                         if origin.len() != pdims.len() {
-                            return Err(bind(format!("`{}` region origin has rank {}", param.name, origin.len())));
+                            return Err(bind(format!(
+                                "`{}` region origin has rank {}",
+                                param.name,
+                                origin.len()
+                            )));
                         }
-                        origins.insert(param.name.clone(), origin.iter().map(|&o| o as i64).collect());
+                        origins.insert(
+                            param.name.clone(),
+                            origin.iter().map(|&o| o as i64).collect(),
+                        );
                         views.insert(param.name.clone(), TensorView::new(tensor, *written)?);
                         continue;
                     }
                     for (axis, (d, &extent)) in pdims.iter().zip(tensor.shape()).enumerate() {
-                        let extent_i32 = i32::try_from(extent).map_err(|_| bind(format!("`{}` axis {axis} exceeds i32", param.name)))?;
+                        let extent_i32 = i32::try_from(extent).map_err(|_| {
+                            bind(format!("`{}` axis {axis} exceeds i32", param.name))
+                        })?;
                         match d {
                             Dim::Lit(v) if *v as usize != extent => {
-                                return Err(bind(format!("`{}` axis {axis} must be {v}, is {extent}", param.name)));
+                                return Err(bind(format!(
+                                    "`{}` axis {axis} must be {v}, is {extent}",
+                                    param.name
+                                )));
                             }
                             Dim::Lit(_) => {}
                             Dim::Sym(name) => match dims.get(name) {
                                 Some(&first) if first != extent_i32 => {
-                                    return Err(bind(format!("dim `{name}` is {first} and {extent} (`{}`)", param.name)));
+                                    return Err(bind(format!(
+                                        "dim `{name}` is {first} and {extent} (`{}`)",
+                                        param.name
+                                    )));
                                 }
                                 Some(_) => {}
                                 None => {
@@ -183,7 +224,11 @@ impl<'a> Program<'a> {
                         .map(|(_, v)| v.clone())
                         .ok_or_else(|| bind(format!("scalar `{}` is not given", param.name)))?;
                     if value.dtype() != *dtype || !value.shape().is_empty() {
-                        return Err(bind(format!("scalar `{}` must be a {} scalar", param.name, dtype.name())));
+                        return Err(bind(format!(
+                            "scalar `{}` must be a {} scalar",
+                            param.name,
+                            dtype.name()
+                        )));
                     }
                     scalar_map.insert(param.name.clone(), value);
                 }
@@ -206,11 +251,13 @@ impl<'a> Program<'a> {
         };
         for (axis, e) in kernel.grid.iter().enumerate().take(3) {
             let v = program.index(&probe, e)?;
-            program.grid[axis] = usize::try_from(v).map_err(|_| InterpError::Runtime(phobos_rt::Error::GridExtent {
-                kernel: kernel.name.clone(),
-                axis,
-                value: v,
-            }))?;
+            program.grid[axis] = usize::try_from(v).map_err(|_| {
+                InterpError::Runtime(phobos_rt::Error::GridExtent {
+                    kernel: kernel.name.clone(),
+                    axis,
+                    value: v,
+                })
+            })?;
         }
         if program.grid.iter().any(|&g| g > i32::MAX as usize) {
             return Err(phobos_rt::Error::GridTooLarge {
@@ -259,26 +306,36 @@ impl<'a> Program<'a> {
     }
 
     fn view(&self, name: &str) -> Result<&TensorView<'a>, InterpError> {
-        self.views.get(name).ok_or_else(|| InterpError::Unsupported {
-            what: format!("an unbound tensor `{name}`"),
-        })
+        self.views
+            .get(name)
+            .ok_or_else(|| InterpError::Unsupported {
+                what: format!("an unbound tensor `{name}`"),
+            })
     }
 
     fn scalar_param(&self, name: &str) -> Result<&Val, InterpError> {
-        self.scalars.get(name).ok_or_else(|| InterpError::Unsupported {
-            what: format!("an unbound scalar `{name}`"),
-        })
+        self.scalars
+            .get(name)
+            .ok_or_else(|| InterpError::Unsupported {
+                what: format!("an unbound scalar `{name}`"),
+            })
     }
 
     fn dim(&self, name: &str) -> Result<i32, InterpError> {
-        self.dims.get(name).copied().ok_or_else(|| InterpError::Unsupported {
-            what: format!("an unbound dim `{name}`"),
-        })
+        self.dims
+            .get(name)
+            .copied()
+            .ok_or_else(|| InterpError::Unsupported {
+                what: format!("an unbound dim `{name}`"),
+            })
     }
 
     fn tune(&self, name: &str) -> Result<i32, InterpError> {
-        self.tunes.get(name).copied().ok_or_else(|| InterpError::Unsupported {
-            what: format!("an unbound tune parameter `{name}`"),
-        })
+        self.tunes
+            .get(name)
+            .copied()
+            .ok_or_else(|| InterpError::Unsupported {
+                what: format!("an unbound tune parameter `{name}`"),
+            })
     }
 }

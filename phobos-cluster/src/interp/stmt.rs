@@ -2,7 +2,9 @@
 //! of tile `var`s (`acc = acc * s + dot(p, v)` becomes `mul_assign` then
 //! `dot_acc`), which rounds differently from the out-of-place form.
 
-use phobos_build::ir::{BinOp, Builtin, DType, Expr, ExprKind, LocalId, Shape, Slice, Stmt, StmtKind, StoreOp};
+use phobos_build::ir::{
+    BinOp, Builtin, DType, Expr, ExprKind, LocalId, Shape, Slice, Stmt, StmtKind, StoreOp,
+};
 use phobos_rt::host::{self, Tile};
 use phobos_rt::{DotElement, Num};
 
@@ -31,7 +33,12 @@ impl Program<'_> {
                 let v = self.eval(f, value)?;
                 set(f, *local, v);
             }
-            StmtKind::Store { tensor, index, op, value } => {
+            StmtKind::Store {
+                tensor,
+                index,
+                op,
+                value,
+            } => {
                 let slices = self.tensor_slices(f, tensor, index)?;
                 let stored = match op {
                     StoreOp::Assign => self.eval(f, value)?,
@@ -41,15 +48,29 @@ impl Program<'_> {
                 let scalar = value.is_scalar();
                 with_view!(view, |a| store(a, &slices, &stored, scalar))?;
             }
-            StmtKind::AtomicAdd { tensor, index, value } => {
+            StmtKind::AtomicAdd {
+                tensor,
+                index,
+                value,
+            } => {
                 let slices = self.tensor_slices(f, tensor, index)?;
                 let v = self.eval(f, value)?;
                 let view = self.view(tensor)?;
                 let scalar = value.is_scalar();
                 with_view!(view, |a| atomic(a, &slices, &v, scalar))?;
             }
-            StmtKind::For { var, start, end, step, body } => {
-                let (start_v, end_v, step_v) = (self.eval(f, start)?, self.eval(f, end)?, self.eval(f, step)?);
+            StmtKind::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => {
+                let (start_v, end_v, step_v) = (
+                    self.eval(f, start)?,
+                    self.eval(f, end)?,
+                    self.eval(f, step)?,
+                );
                 let dtype = start_v.dtype();
                 let as_int = |v: &Val| {
                     v.as_i64().ok_or(InterpError::Type {
@@ -61,7 +82,10 @@ impl Program<'_> {
                 if step == 0 {
                     return Err(InterpError::LoopStepZero {
                         kernel: self.kernel.name.clone(),
-                        var: self.kernel.local(*var).map_or_else(String::new, |l| l.name.clone()),
+                        var: self
+                            .kernel
+                            .local(*var)
+                            .map_or_else(String::new, |l| l.name.clone()),
                     });
                 }
                 let (lo, hi) = int_range(dtype);
@@ -70,7 +94,10 @@ impl Program<'_> {
                     self.block(f, body)?;
                     // Overflowing the counter's type ends the loop, as in
                     // the generated `checked_add`.
-                    match next.checked_add(step).filter(|n| (lo..=hi).contains(&(*n as i128))) {
+                    match next
+                        .checked_add(step)
+                        .filter(|n| (lo..=hi).contains(&(*n as i128)))
+                    {
                         Some(n) => next = n,
                         None => break,
                     }
@@ -81,7 +108,11 @@ impl Program<'_> {
                     self.block(f, body)?;
                 }
             }
-            StmtKind::If { cond, then_body, else_body } => {
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
                 if self.cond(f, cond)? {
                     self.block(f, then_body)?;
                 } else {
@@ -104,7 +135,12 @@ impl Program<'_> {
     }
 
     /// The back end's in-place chain; false when `value` is not one.
-    fn in_place_update(&self, f: &mut Frame<'_>, local: LocalId, value: &Expr) -> Result<bool, InterpError> {
+    fn in_place_update(
+        &self,
+        f: &mut Frame<'_>,
+        local: LocalId,
+        value: &Expr,
+    ) -> Result<bool, InterpError> {
         let mut steps = Vec::new();
         if !collect_chain(local, value, &value.shape, &mut steps) || steps.is_empty() {
             return Ok(false);
@@ -134,7 +170,10 @@ fn set(f: &mut Frame<'_>, id: LocalId, v: Val) {
 }
 
 fn target<'f>(f: &'f mut Frame<'_>, id: LocalId) -> Result<&'f mut Val, InterpError> {
-    let name = f.kernel.local(id).map_or_else(String::new, |l| l.name.clone());
+    let name = f
+        .kernel
+        .local(id)
+        .map_or_else(String::new, |l| l.name.clone());
     f.locals
         .get_mut(id.0 as usize)
         .and_then(Option::as_mut)
@@ -153,7 +192,12 @@ fn int_range(dtype: DType) -> (i128, i128) {
     }
 }
 
-fn store<T: ValElement>(a: &Access<'_, T>, slices: &[host::Slice], v: &Val, scalar: bool) -> Result<(), InterpError> {
+fn store<T: ValElement>(
+    a: &Access<'_, T>,
+    slices: &[host::Slice],
+    v: &Val,
+    scalar: bool,
+) -> Result<(), InterpError> {
     let Access::Write(view) = a else {
         return Err(InterpError::Unsupported {
             what: "a store to a read-only tensor".into(),
@@ -168,12 +212,22 @@ fn store<T: ValElement>(a: &Access<'_, T>, slices: &[host::Slice], v: &Val, scal
 }
 
 /// `atomic_add` needs `Num`: each element type says how (bool refuses).
-fn atomic<T: AtomicDispatch>(a: &Access<'_, T>, slices: &[host::Slice], v: &Val, scalar: bool) -> Result<(), InterpError> {
+fn atomic<T: AtomicDispatch>(
+    a: &Access<'_, T>,
+    slices: &[host::Slice],
+    v: &Val,
+    scalar: bool,
+) -> Result<(), InterpError> {
     T::atomic(a, slices, v, scalar)
 }
 
 trait AtomicDispatch: ValElement {
-    fn atomic(view: &Access<'_, Self>, slices: &[host::Slice], v: &Val, scalar: bool) -> Result<(), InterpError>;
+    fn atomic(
+        view: &Access<'_, Self>,
+        slices: &[host::Slice],
+        v: &Val,
+        scalar: bool,
+    ) -> Result<(), InterpError>;
 }
 
 macro_rules! atomic_num_impl {
@@ -193,10 +247,27 @@ macro_rules! atomic_num_impl {
         }
     )*};
 }
-atomic_num_impl!(i8, u8, i16, u16, i32, u32, i64, half::f16, half::bf16, f32, f64);
+atomic_num_impl!(
+    i8,
+    u8,
+    i16,
+    u16,
+    i32,
+    u32,
+    i64,
+    half::f16,
+    half::bf16,
+    f32,
+    f64
+);
 
 impl AtomicDispatch for bool {
-    fn atomic(_: &Access<'_, Self>, _: &[host::Slice], _: &Val, _: bool) -> Result<(), InterpError> {
+    fn atomic(
+        _: &Access<'_, Self>,
+        _: &[host::Slice],
+        _: &Val,
+        _: bool,
+    ) -> Result<(), InterpError> {
         Err(InterpError::Unsupported {
             what: "atomic_add on bool".into(),
         })
@@ -205,7 +276,12 @@ impl AtomicDispatch for bool {
 
 /// `target += a @ b` (or `a @ b^T`) with the tile library's fused form.
 fn dot_acc_val(target: &mut Val, a: &Val, b: &Val, transposed: bool) -> Result<(), InterpError> {
-    fn go<T: DotElement + ValElement>(target: &mut Val, a: &Tile<T>, b: &Tile<T>, transposed: bool) -> Result<(), InterpError>
+    fn go<T: DotElement + ValElement>(
+        target: &mut Val,
+        a: &Tile<T>,
+        b: &Tile<T>,
+        transposed: bool,
+    ) -> Result<(), InterpError>
     where
         T::Acc: ValElement,
     {
@@ -242,7 +318,11 @@ fn dot_acc_val(target: &mut Val, a: &Val, b: &Val, transposed: bool) -> Result<(
 
 /// `target = function(target, rhs)` through the library's `*_assign`.
 fn assign_val(target: &mut Val, rhs: &Val, function: &'static str) -> Result<(), InterpError> {
-    fn num<T: Num + ValElement>(acc: &mut Tile<T>, rhs: &Val, function: &'static str) -> Result<(), InterpError> {
+    fn num<T: Num + ValElement>(
+        acc: &mut Tile<T>,
+        rhs: &Val,
+        function: &'static str,
+    ) -> Result<(), InterpError> {
         let rhs = tile_of::<T>(rhs, function)?;
         match function {
             "add_assign" => host::add_assign(acc, rhs)?,
@@ -303,17 +383,32 @@ fn read_modify(tensor: &str, index: &[Slice], op: StoreOp, value: &Expr) -> Expr
             rhs: Box::new(value.clone()),
         },
     };
-    Expr { kind, ..value.clone() }
+    Expr {
+        kind,
+        ..value.clone()
+    }
 }
 
 enum Step<'e> {
-    Contract { transposed: bool, a: &'e Expr, b: &'e Expr },
-    Elementwise { function: &'static str, rhs: &'e Expr },
+    Contract {
+        transposed: bool,
+        a: &'e Expr,
+        b: &'e Expr,
+    },
+    Elementwise {
+        function: &'static str,
+        rhs: &'e Expr,
+    },
 }
 
 /// The steps of `e` when it is a chain of `+ - * /` and `max` whose
 /// innermost left operand is `target` (the back end's rule, exactly).
-fn collect_chain<'e>(target: LocalId, e: &'e Expr, shape: &Shape, steps: &mut Vec<Step<'e>>) -> bool {
+fn collect_chain<'e>(
+    target: LocalId,
+    e: &'e Expr,
+    shape: &Shape,
+    steps: &mut Vec<Step<'e>>,
+) -> bool {
     if &e.shape != shape {
         return false;
     }
@@ -334,16 +429,21 @@ fn collect_chain<'e>(target: LocalId, e: &'e Expr, shape: &Shape, steps: &mut Ve
                 ExprKind::Call {
                     func: func @ (Builtin::Dot | Builtin::DotT),
                     args,
-                } if *op == BinOp::Add && &rhs.shape == shape && args.len() == 2 => Step::Contract {
-                    transposed: *func == Builtin::DotT,
-                    a: &args[0],
-                    b: &args[1],
-                },
+                } if *op == BinOp::Add && &rhs.shape == shape && args.len() == 2 => {
+                    Step::Contract {
+                        transposed: *func == Builtin::DotT,
+                        a: &args[0],
+                        b: &args[1],
+                    }
+                }
                 _ => Step::Elementwise { function, rhs },
             });
             true
         }
-        ExprKind::Call { func: Builtin::Max, args } if args.len() == 2 => {
+        ExprKind::Call {
+            func: Builtin::Max,
+            args,
+        } if args.len() == 2 => {
             if mentions(&args[1], target) || !collect_chain(target, &args[0], shape, steps) {
                 return false;
             }
@@ -367,10 +467,19 @@ fn mentions(e: &Expr, target: LocalId) -> bool {
     };
     match &e.kind {
         ExprKind::Local(id) => *id == target,
-        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Param(_) | ExprKind::Dim(_) | ExprKind::Tune(_) => false,
-        ExprKind::Load { index, other, .. } => in_slices(index) || other.as_deref().is_some_and(|o| mentions(o, target)),
+        ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Bool(_)
+        | ExprKind::Param(_)
+        | ExprKind::Dim(_)
+        | ExprKind::Tune(_) => false,
+        ExprKind::Load { index, other, .. } => {
+            in_slices(index) || other.as_deref().is_some_and(|o| mentions(o, target))
+        }
         ExprKind::Slice { base, index } => mentions(base, target) || in_slices(index),
-        ExprKind::Unary { arg, .. } | ExprKind::Cast(arg) | ExprKind::Broadcast(arg) => mentions(arg, target),
+        ExprKind::Unary { arg, .. } | ExprKind::Cast(arg) | ExprKind::Broadcast(arg) => {
+            mentions(arg, target)
+        }
         ExprKind::Binary { lhs, rhs, .. } => mentions(lhs, target) || mentions(rhs, target),
         ExprKind::Call { args, .. } => args.iter().any(|a| mentions(a, target)),
     }

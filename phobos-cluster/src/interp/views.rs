@@ -71,7 +71,11 @@ macro_rules! view_ctor {
 impl<'a> TensorView<'a> {
     /// A view of `tensor`; writable views need the kernel to write it.
     pub fn new(tensor: &'a mut HostTensor, writable: bool) -> Result<Self, InterpError> {
-        Ok(view_ctor!(tensor, writable, [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64]))
+        Ok(view_ctor!(
+            tensor,
+            writable,
+            [Bool, I8, U8, I16, U16, I32, U32, I64, F16, Bf16, F32, F64]
+        ))
     }
 }
 
@@ -118,10 +122,17 @@ val_element!(bool => Bool, i8 => I8, u8 => U8, i16 => I16, u16 => U16, i32 => I3
     i64 => I64, f16 => F16, bf16 => Bf16, f32 => F32, f64 => F64);
 
 /// The `T` tile inside `v`, or a type error naming `op`.
-pub fn tile_of<'v, T: ValElement>(v: &'v Val, op: &'static str) -> Result<&'v Tile<T>, InterpError> {
+pub fn tile_of<'v, T: ValElement>(
+    v: &'v Val,
+    op: &'static str,
+) -> Result<&'v Tile<T>, InterpError> {
     T::tile(v).ok_or_else(|| InterpError::Type {
         op,
-        found: format!("{} where {} was expected", v.dtype().name(), T::DTYPE.name()),
+        found: format!(
+            "{} where {} was expected",
+            v.dtype().name(),
+            T::DTYPE.name()
+        ),
     })
 }
 

@@ -132,7 +132,12 @@ impl Job {
                 continue;
             }
             let (lhs, rhs) = content.split_once('=').ok_or_else(|| {
-                err(line, format!("expected `KEY = VALUE` (source, dim, tensor or scalar), found `{content}`"))
+                err(
+                    line,
+                    format!(
+                        "expected `KEY = VALUE` (source, dim, tensor or scalar), found `{content}`"
+                    ),
+                )
             })?;
             let lhs: Vec<&str> = lhs.split_whitespace().collect();
             let rhs: Vec<&str> = rhs.split_whitespace().collect();
@@ -141,7 +146,10 @@ impl Job {
                     return Err(err(line, format!("`{name}` is not a valid name")));
                 }
                 if let Some((_, first)) = names.iter().find(|(n, _)| n == name) {
-                    return Err(err(line, format!("`{name}` is already declared on line {first}")));
+                    return Err(err(
+                        line,
+                        format!("`{name}` is already declared on line {first}"),
+                    ));
                 }
                 names.push((name.to_string(), line));
                 Ok(name.to_string())
@@ -149,7 +157,10 @@ impl Job {
             match lhs.as_slice() {
                 ["source"] => {
                     if let Some((_, first)) = &source {
-                        return Err(err(line, format!("`source` is already given on line {first}")));
+                        return Err(err(
+                            line,
+                            format!("`source` is already given on line {first}"),
+                        ));
                     }
                     let [path] = rhs.as_slice() else {
                         return Err(err(line, "expected `source = PATH`".into()));
@@ -159,10 +170,20 @@ impl Job {
                 ["dim", name] => {
                     let name = declare(name)?;
                     let value = match rhs.as_slice() {
-                        [v] => v.parse::<usize>().ok().filter(|&v| v > 0 && v <= i32::MAX as usize),
+                        [v] => v
+                            .parse::<usize>()
+                            .ok()
+                            .filter(|&v| v > 0 && v <= i32::MAX as usize),
                         _ => None,
                     }
-                    .ok_or_else(|| err(line, format!("expected `dim {name} = N` with N a positive integer up to 2^31-1")))?;
+                    .ok_or_else(|| {
+                        err(
+                            line,
+                            format!(
+                                "expected `dim {name} = N` with N a positive integer up to 2^31-1"
+                            ),
+                        )
+                    })?;
                     job.dims.push((name, value, line));
                 }
                 ["tensor", name] => {
@@ -170,18 +191,26 @@ impl Job {
                     let [access, dtype, shape, uri] = rhs.as_slice() else {
                         return Err(err(
                             line,
-                            format!("expected `tensor {name} = read|write|rmw DTYPE RxC file://URI`"),
+                            format!(
+                                "expected `tensor {name} = read|write|rmw DTYPE RxC file://URI`"
+                            ),
                         ));
                     };
                     let access = match *access {
                         "read" => Access::Read,
                         "write" => Access::Write,
                         "rmw" => Access::ReadModifyWrite,
-                        other => return Err(err(line, format!("unknown access `{other}`: expected read, write or rmw"))),
+                        other => {
+                            return Err(err(
+                                line,
+                                format!("unknown access `{other}`: expected read, write or rmw"),
+                            ));
+                        }
                     };
                     let dtype = parse_dtype(dtype).map_err(|m| err(line, m))?;
                     let shape = parse_shape(shape).map_err(|e| err(line, e.to_string()))?;
-                    let path = store::uri_path(uri, Some(base)).map_err(|e| err(line, e.to_string()))?;
+                    let path =
+                        store::uri_path(uri, Some(base)).map_err(|e| err(line, e.to_string()))?;
                     job.tensors.push(TensorSpec {
                         name,
                         access,
@@ -199,7 +228,12 @@ impl Job {
                     };
                     let dtype = parse_dtype(dtype).map_err(|m| err(line, m))?;
                     let value = parse_scalar(dtype, value).map_err(|m| err(line, m))?;
-                    job.scalars.push(ScalarSpec { name, dtype, value, line });
+                    job.scalars.push(ScalarSpec {
+                        name,
+                        dtype,
+                        value,
+                        line,
+                    });
                 }
                 _ => {
                     return Err(err(
@@ -212,11 +246,15 @@ impl Job {
                 }
             }
         }
-        let (source, source_line) = source.ok_or_else(|| err(0, "no `source = PATH` line (the kernel's .ph file)".into()))?;
+        let (source, source_line) = source
+            .ok_or_else(|| err(0, "no `source = PATH` line (the kernel's .ph file)".into()))?;
         job.source = source;
         job.source_line = source_line;
         if !job.tensors.iter().any(|t| t.access.is_output()) {
-            return Err(err(0, "no output tensor: at least one tensor must be `write` or `rmw`".into()));
+            return Err(err(
+                0,
+                "no output tensor: at least one tensor must be `write` or `rmw`".into(),
+            ));
         }
         Ok(job)
     }
@@ -241,14 +279,19 @@ impl Job {
 
 fn is_ident(s: &str) -> bool {
     let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn parse_dtype(text: &str) -> Result<DType, String> {
     DType::from_name(text).ok_or_else(|| {
         let known: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
-        format!("unknown dtype `{text}`: expected one of {}", known.join(", "))
+        format!(
+            "unknown dtype `{text}`: expected one of {}",
+            known.join(", ")
+        )
     })
 }
 
@@ -262,11 +305,17 @@ fn parse_scalar(dtype: DType, text: &str) -> Result<ScalarValue, String> {
         };
     }
     if dtype.is_float() {
-        return text.parse::<f64>().map(ScalarValue::Float).map_err(|_| bad());
+        return text
+            .parse::<f64>()
+            .map(ScalarValue::Float)
+            .map_err(|_| bad());
     }
     let v = text.parse::<i64>().map_err(|_| bad())?;
     let (lo, hi): (i128, i128) = if dtype.is_signed_int() {
-        (-(1i128 << (dtype.bits() - 1)), (1i128 << (dtype.bits() - 1)) - 1)
+        (
+            -(1i128 << (dtype.bits() - 1)),
+            (1i128 << (dtype.bits() - 1)) - 1,
+        )
     } else {
         (0, (1i128 << dtype.bits()) - 1)
     };

@@ -26,23 +26,54 @@ fn every_error_names_its_line() {
     let cases = [
         ("source = k.ph\nbogus line\n", 2, "KEY = VALUE"),
         ("source = k.ph\ndim M = -1\n", 2, "positive"),
-        ("source = k.ph\ntensor A = read f33 4x4 file://a\n", 2, "unknown dtype `f33`"),
-        ("source = k.ph\ntensor A = maybe f32 4x4 file://a\n", 2, "unknown access"),
-        ("source = k.ph\ntensor A = read f32 4x0 file://a\n", 2, "bad shape"),
-        ("source = k.ph\ntensor A = read f32 4x4 http://a\n", 2, "file://"),
-        ("source = k.ph\ntensor A = read f32 4x4\n", 2, "expected `tensor A"),
+        (
+            "source = k.ph\ntensor A = read f33 4x4 file://a\n",
+            2,
+            "unknown dtype `f33`",
+        ),
+        (
+            "source = k.ph\ntensor A = maybe f32 4x4 file://a\n",
+            2,
+            "unknown access",
+        ),
+        (
+            "source = k.ph\ntensor A = read f32 4x0 file://a\n",
+            2,
+            "bad shape",
+        ),
+        (
+            "source = k.ph\ntensor A = read f32 4x4 http://a\n",
+            2,
+            "file://",
+        ),
+        (
+            "source = k.ph\ntensor A = read f32 4x4\n",
+            2,
+            "expected `tensor A",
+        ),
         ("source = k.ph\nscalar a = i8 300\n", 2, "out of range"),
         ("source = k.ph\nscalar a = f32 abc\n", 2, "not a valid f32"),
-        ("source = k.ph\ndim M = 3\ndim M = 4\n", 3, "already declared on line 2"),
+        (
+            "source = k.ph\ndim M = 3\ndim M = 4\n",
+            3,
+            "already declared on line 2",
+        ),
         ("source = a.ph\nsource = b.ph\n", 2, "already given"),
         ("source = k.ph\nkernel x = 1\n", 2, "unknown declaration"),
         ("tensor C = write f32 4 file://c\n", 0, "no `source"),
-        ("source = k.ph\ntensor A = read f32 4 file://a\n", 0, "no output tensor"),
+        (
+            "source = k.ph\ntensor A = read f32 4 file://a\n",
+            0,
+            "no output tensor",
+        ),
     ];
     for (text, line, needle) in cases {
         let err = parse(text).unwrap_err();
         assert_eq!(err.line, line, "{text:?}: {err}");
         assert!(err.to_string().contains(needle), "{text:?}: {err}");
-        assert!(err.to_string().starts_with(&format!("job.txt:{line}:")), "{err}");
+        assert!(
+            err.to_string().starts_with(&format!("job.txt:{line}:")),
+            "{err}"
+        );
     }
 }

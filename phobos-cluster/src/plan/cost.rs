@@ -38,12 +38,21 @@ impl Machine {
 
 /// Flops of one program (the one at `pid` 0), counting a contraction as
 /// `2*m*n*k` and any other tile op as one per element, times loop trips.
-pub fn program_flops(kernel: &Kernel, analysis: &Analysis<'_>, config: &phobos_build::ir::Config) -> f64 {
+pub fn program_flops(
+    kernel: &Kernel,
+    analysis: &Analysis<'_>,
+    config: &phobos_build::ir::Config,
+) -> f64 {
     let mut env = HashMap::new();
     block_flops(&kernel.body, analysis, config, &mut env)
 }
 
-fn block_flops(stmts: &[Stmt], a: &Analysis<'_>, config: &phobos_build::ir::Config, env: &mut HashMap<LocalId, (i64, i64)>) -> f64 {
+fn block_flops(
+    stmts: &[Stmt],
+    a: &Analysis<'_>,
+    config: &phobos_build::ir::Config,
+    env: &mut HashMap<LocalId, (i64, i64)>,
+) -> f64 {
     let pid = [(0, 0); 3];
     let mut total = 0.0;
     for s in stmts {
@@ -55,10 +64,24 @@ fn block_flops(stmts: &[Stmt], a: &Analysis<'_>, config: &phobos_build::ir::Conf
                 expr_flops(value, config)
             }
             StmtKind::Assign { value, .. } | StmtKind::Expr(value) => expr_flops(value, config),
-            StmtKind::Store { value, .. } | StmtKind::AtomicAdd { value, .. } => expr_flops(value, config),
-            StmtKind::For { var, start, end, step, body } => {
-                let trips = match (a.eval(start, &pid, env), a.eval(end, &pid, env), a.eval(step, &pid, env)) {
-                    (Some(s), Some(e), Some(st)) if st.0 != 0 => ((e.1 - s.0) as f64 / st.0 as f64).ceil().max(0.0),
+            StmtKind::Store { value, .. } | StmtKind::AtomicAdd { value, .. } => {
+                expr_flops(value, config)
+            }
+            StmtKind::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => {
+                let trips = match (
+                    a.eval(start, &pid, env),
+                    a.eval(end, &pid, env),
+                    a.eval(step, &pid, env),
+                ) {
+                    (Some(s), Some(e), Some(st)) if st.0 != 0 => {
+                        ((e.1 - s.0) as f64 / st.0 as f64).ceil().max(0.0)
+                    }
                     _ => 1.0,
                 };
                 if let Some(s) = a.eval(start, &pid, env) {
@@ -67,30 +90,47 @@ fn block_flops(stmts: &[Stmt], a: &Analysis<'_>, config: &phobos_build::ir::Conf
                 trips * block_flops(body, a, config, env)
             }
             StmtKind::While { body, .. } => block_flops(body, a, config, env),
-            StmtKind::If { then_body, else_body, .. } => {
-                block_flops(then_body, a, config, env).max(block_flops(else_body, a, config, env))
-            }
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => block_flops(then_body, a, config, env).max(block_flops(else_body, a, config, env)),
         };
     }
     total
 }
 
 fn elements(e: &Expr, config: &phobos_build::ir::Config) -> f64 {
-    e.shape.eval(config).iter().map(|&d| d.max(1) as f64).product()
+    e.shape
+        .eval(config)
+        .iter()
+        .map(|&d| d.max(1) as f64)
+        .product()
 }
 
 fn expr_flops(e: &Expr, config: &phobos_build::ir::Config) -> f64 {
     let own = match &e.kind {
-        ExprKind::Call { func: Builtin::Dot | Builtin::DotT, args } if args.len() == 2 => {
+        ExprKind::Call {
+            func: Builtin::Dot | Builtin::DotT,
+            args,
+        } if args.len() == 2 => {
             let a = args[0].shape.eval(config);
             let k = a.last().copied().unwrap_or(1).max(1) as f64;
             2.0 * elements(e, config) * k
         }
-        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Local(_) | ExprKind::Param(_) | ExprKind::Dim(_) | ExprKind::Tune(_) => 0.0,
+        ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Bool(_)
+        | ExprKind::Local(_)
+        | ExprKind::Param(_)
+        | ExprKind::Dim(_)
+        | ExprKind::Tune(_) => 0.0,
         _ => elements(e, config),
     };
     let children: f64 = match &e.kind {
-        ExprKind::Unary { arg, .. } | ExprKind::Cast(arg) | ExprKind::Broadcast(arg) => expr_flops(arg, config),
+        ExprKind::Unary { arg, .. } | ExprKind::Cast(arg) | ExprKind::Broadcast(arg) => {
+            expr_flops(arg, config)
+        }
         ExprKind::Binary { lhs, rhs, .. } => expr_flops(lhs, config) + expr_flops(rhs, config),
         ExprKind::Call { args, .. } => args.iter().map(|x| expr_flops(x, config)).sum(),
         ExprKind::Slice { base, .. } => expr_flops(base, config),

@@ -6,7 +6,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use phobos_build::ir::{BinOp, Builtin, Config, Expr, ExprKind, Kernel, LocalId, ParamKind, Slice, Stmt, StmtKind};
+use phobos_build::ir::{
+    BinOp, Builtin, Config, Expr, ExprKind, Kernel, LocalId, ParamKind, Slice, Stmt, StmtKind,
+};
 
 /// A closed interval of integers.
 type Interval = (i64, i64);
@@ -66,7 +68,12 @@ pub struct Analysis<'k> {
 }
 
 impl<'k> Analysis<'k> {
-    pub fn new(kernel: &'k Kernel, config: &'k Config, dims: &'k BTreeMap<String, usize>, grid: [usize; 3]) -> Analysis<'k> {
+    pub fn new(
+        kernel: &'k Kernel,
+        config: &'k Config,
+        dims: &'k BTreeMap<String, usize>,
+        grid: [usize; 3],
+    ) -> Analysis<'k> {
         let mut shapes = HashMap::new();
         for p in &kernel.params {
             if let ParamKind::Tensor { dims: pdims, .. } = &p.kind {
@@ -101,7 +108,13 @@ impl<'k> Analysis<'k> {
         out
     }
 
-    fn block(&self, stmts: &[Stmt], pid: &[Interval; 3], env: &mut HashMap<LocalId, Interval>, out: &mut Footprint) {
+    fn block(
+        &self,
+        stmts: &[Stmt],
+        pid: &[Interval; 3],
+        env: &mut HashMap<LocalId, Interval>,
+        out: &mut Footprint,
+    ) {
         for s in stmts {
             match &s.kind {
                 StmtKind::Let { local, value } => {
@@ -112,8 +125,15 @@ impl<'k> Analysis<'k> {
                         env.insert(*local, i);
                     }
                 }
-                StmtKind::Assign { value, .. } | StmtKind::Expr(value) => self.expr_accesses(value, pid, env, out),
-                StmtKind::Store { tensor, index, op, value } => {
+                StmtKind::Assign { value, .. } | StmtKind::Expr(value) => {
+                    self.expr_accesses(value, pid, env, out)
+                }
+                StmtKind::Store {
+                    tensor,
+                    index,
+                    op,
+                    value,
+                } => {
                     self.expr_accesses(value, pid, env, out);
                     let region = self.region(tensor, index, pid, env);
                     if *op != phobos_build::ir::StoreOp::Assign {
@@ -121,17 +141,31 @@ impl<'k> Analysis<'k> {
                     }
                     merge(&mut out.writes, tensor, region);
                 }
-                StmtKind::AtomicAdd { tensor, index, value } => {
+                StmtKind::AtomicAdd {
+                    tensor,
+                    index,
+                    value,
+                } => {
                     self.expr_accesses(value, pid, env, out);
                     let region = self.region(tensor, index, pid, env);
                     merge(&mut out.reads, tensor, region.clone());
                     merge(&mut out.writes, tensor, region);
                 }
-                StmtKind::For { var, start, end, step, body } => {
+                StmtKind::For {
+                    var,
+                    start,
+                    end,
+                    step,
+                    body,
+                } => {
                     for e in [start, end, step] {
                         self.expr_accesses(e, pid, env, out);
                     }
-                    let range = match (self.eval(start, pid, env), self.eval(end, pid, env), self.eval(step, pid, env)) {
+                    let range = match (
+                        self.eval(start, pid, env),
+                        self.eval(end, pid, env),
+                        self.eval(step, pid, env),
+                    ) {
                         (Some(s), Some(e), Some(st)) if st.0 > 0 => Some((s.0, (e.1 - 1).max(s.0))),
                         (Some(s), Some(e), Some(st)) if st.1 < 0 => Some(((e.0 + 1).min(s.1), s.1)),
                         _ => None,
@@ -146,7 +180,11 @@ impl<'k> Analysis<'k> {
                     self.expr_accesses(cond, pid, env, out);
                     self.block(body, pid, env, out);
                 }
-                StmtKind::If { cond, then_body, else_body } => {
+                StmtKind::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
                     self.expr_accesses(cond, pid, env, out);
                     self.block(then_body, pid, env, out);
                     self.block(else_body, pid, env, out);
@@ -156,14 +194,26 @@ impl<'k> Analysis<'k> {
     }
 
     /// Records every tensor load inside `e`.
-    fn expr_accesses(&self, e: &Expr, pid: &[Interval; 3], env: &HashMap<LocalId, Interval>, out: &mut Footprint) {
+    fn expr_accesses(
+        &self,
+        e: &Expr,
+        pid: &[Interval; 3],
+        env: &HashMap<LocalId, Interval>,
+        out: &mut Footprint,
+    ) {
         match &e.kind {
-            ExprKind::Load { tensor, index, other } => {
+            ExprKind::Load {
+                tensor,
+                index,
+                other,
+            } => {
                 let region = self.region(tensor, index, pid, env);
                 merge(&mut out.reads, tensor, region);
                 for s in index {
                     match s {
-                        Slice::Point(i) | Slice::Span { start: i, .. } => self.expr_accesses(i, pid, env, out),
+                        Slice::Point(i) | Slice::Span { start: i, .. } => {
+                            self.expr_accesses(i, pid, env, out)
+                        }
                         Slice::Full => {}
                     }
                 }
@@ -179,7 +229,9 @@ impl<'k> Analysis<'k> {
                     }
                 }
             }
-            ExprKind::Unary { arg, .. } | ExprKind::Cast(arg) | ExprKind::Broadcast(arg) => self.expr_accesses(arg, pid, env, out),
+            ExprKind::Unary { arg, .. } | ExprKind::Cast(arg) | ExprKind::Broadcast(arg) => {
+                self.expr_accesses(arg, pid, env, out)
+            }
             ExprKind::Binary { lhs, rhs, .. } => {
                 self.expr_accesses(lhs, pid, env, out);
                 self.expr_accesses(rhs, pid, env, out);
@@ -194,16 +246,25 @@ impl<'k> Analysis<'k> {
     }
 
     /// The box `tensor[index]` can touch, clipped to the tensor.
-    fn region(&self, tensor: &str, index: &[Slice], pid: &[Interval; 3], env: &HashMap<LocalId, Interval>) -> Region {
+    fn region(
+        &self,
+        tensor: &str,
+        index: &[Slice],
+        pid: &[Interval; 3],
+        env: &HashMap<LocalId, Interval>,
+    ) -> Region {
         let shape = self.shapes.get(tensor).cloned().unwrap_or_default();
         let mut region = Region::whole(&shape);
         for (d, s) in index.iter().enumerate() {
-            let Some(&extent) = shape.get(d) else { continue };
+            let Some(&extent) = shape.get(d) else {
+                continue;
+            };
             let bounds = match s {
                 Slice::Point(i) => self.eval(i, pid, env),
                 Slice::Span { start, len } => {
                     let len = len.eval(self.config).max(0);
-                    self.eval(start, pid, env).map(|(a, b)| (a, b.saturating_add(len - 1)))
+                    self.eval(start, pid, env)
+                        .map(|(a, b)| (a, b.saturating_add(len - 1)))
                 }
                 Slice::Full => None,
             };
@@ -218,7 +279,12 @@ impl<'k> Analysis<'k> {
     }
 
     /// An interval holding every value `e` takes, or `None`.
-    pub(crate) fn eval(&self, e: &Expr, pid: &[Interval; 3], env: &HashMap<LocalId, Interval>) -> Option<Interval> {
+    pub(crate) fn eval(
+        &self,
+        e: &Expr,
+        pid: &[Interval; 3],
+        env: &HashMap<LocalId, Interval>,
+    ) -> Option<Interval> {
         if !e.is_scalar() {
             return None;
         }
@@ -228,15 +294,30 @@ impl<'k> Analysis<'k> {
             ExprKind::Tune(n) => self.config.get(n).map(|v| (v, v)),
             ExprKind::Local(id) => env.get(id).copied(),
             ExprKind::Cast(a) | ExprKind::Broadcast(a) => self.eval(a, pid, env),
-            ExprKind::Call { func: Builtin::ProgramId, args } => axis(args).map(|a| pid[a]),
-            ExprKind::Call { func: Builtin::NumPrograms, args } => axis(args).map(|a| (self.grid[a] as i64, self.grid[a] as i64)),
-            ExprKind::Call { func: func @ (Builtin::Cdiv | Builtin::Min | Builtin::Max), args } if args.len() == 2 => {
-                let (a, b) = (self.eval(&args[0], pid, env)?, self.eval(&args[1], pid, env)?);
+            ExprKind::Call {
+                func: Builtin::ProgramId,
+                args,
+            } => axis(args).map(|a| pid[a]),
+            ExprKind::Call {
+                func: Builtin::NumPrograms,
+                args,
+            } => axis(args).map(|a| (self.grid[a] as i64, self.grid[a] as i64)),
+            ExprKind::Call {
+                func: func @ (Builtin::Cdiv | Builtin::Min | Builtin::Max),
+                args,
+            } if args.len() == 2 => {
+                let (a, b) = (
+                    self.eval(&args[0], pid, env)?,
+                    self.eval(&args[1], pid, env)?,
+                );
                 match func {
                     Builtin::Min => Some((a.0.min(b.0), a.1.min(b.1))),
                     Builtin::Max => Some((a.0.max(b.0), a.1.max(b.1))),
                     // ceil(a / b) = (a + b - 1) div b for b > 0.
-                    _ if b.0 > 0 => Some(((a.0 + b.1 - 1).div_euclid(b.1), (a.1 + b.0 - 1).div_euclid(b.0))),
+                    _ if b.0 > 0 => Some((
+                        (a.0 + b.1 - 1).div_euclid(b.1),
+                        (a.1 + b.0 - 1).div_euclid(b.0),
+                    )),
                     _ => None,
                 }
             }
@@ -246,7 +327,12 @@ impl<'k> Analysis<'k> {
                     BinOp::Add => Some((a.0.checked_add(b.0)?, a.1.checked_add(b.1)?)),
                     BinOp::Sub => Some((a.0.checked_sub(b.1)?, a.1.checked_sub(b.0)?)),
                     BinOp::Mul => {
-                        let c = [a.0.checked_mul(b.0)?, a.0.checked_mul(b.1)?, a.1.checked_mul(b.0)?, a.1.checked_mul(b.1)?];
+                        let c = [
+                            a.0.checked_mul(b.0)?,
+                            a.0.checked_mul(b.1)?,
+                            a.1.checked_mul(b.0)?,
+                            a.1.checked_mul(b.1)?,
+                        ];
                         Some((*c.iter().min()?, *c.iter().max()?))
                     }
                     BinOp::Div if b.0 > 0 && a.0 >= 0 => Some((a.0 / b.1, a.1 / b.0)),
@@ -291,8 +377,14 @@ fn collect_assigned(stmts: &[Stmt], out: &mut HashSet<LocalId>) {
             StmtKind::Assign { local, .. } => {
                 out.insert(*local);
             }
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } => collect_assigned(body, out),
-            StmtKind::If { then_body, else_body, .. } => {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
+                collect_assigned(body, out)
+            }
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
                 collect_assigned(then_body, out);
                 collect_assigned(else_body, out);
             }

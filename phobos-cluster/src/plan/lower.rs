@@ -8,12 +8,32 @@ use super::{Ingest, Plan, Region};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
-    Alloc { buffer: usize, bytes: u64 },
-    Load { buffer: usize, tensor: String, region: Region },
-    Fetch { buffer: usize, tensor: String, region: Region, from_node: usize },
-    Compute { supertile: usize },
-    Store { buffer: usize, tensor: String, region: Region },
-    Free { buffer: usize },
+    Alloc {
+        buffer: usize,
+        bytes: u64,
+    },
+    Load {
+        buffer: usize,
+        tensor: String,
+        region: Region,
+    },
+    Fetch {
+        buffer: usize,
+        tensor: String,
+        region: Region,
+        from_node: usize,
+    },
+    Compute {
+        supertile: usize,
+    },
+    Store {
+        buffer: usize,
+        tensor: String,
+        region: Region,
+    },
+    Free {
+        buffer: usize,
+    },
 }
 
 impl Op {
@@ -47,7 +67,13 @@ pub fn lower(plan: &Plan) -> Vec<Instr> {
     let mut homes: HashMap<(String, Region), (usize, usize)> = HashMap::new();
     let push = |out: &mut Vec<Instr>, node: usize, segment: usize, op: Op, deps: Vec<usize>| {
         let id = out.len();
-        out.push(Instr { id, node, segment, op, deps });
+        out.push(Instr {
+            id,
+            node,
+            segment,
+            op,
+            deps,
+        });
         id
     };
     for st in &plan.supertiles {
@@ -62,10 +88,17 @@ pub fn lower(plan: &Plan) -> Vec<Instr> {
         }
         for name in names {
             let region = buffer_region(st, name);
-            let bytes = (region.elements() * plan.elem_bytes.get(name).copied().unwrap_or(4)) as u64;
+            let bytes =
+                (region.elements() * plan.elem_bytes.get(name).copied().unwrap_or(4)) as u64;
             let buffer = next_buffer;
             next_buffer += 1;
-            let alloc = push(&mut out, node, segment, Op::Alloc { buffer, bytes }, Vec::new());
+            let alloc = push(
+                &mut out,
+                node,
+                segment,
+                Op::Alloc { buffer, bytes },
+                Vec::new(),
+            );
             let mut last = alloc;
             if st.footprint.reads.contains_key(name) {
                 let key = (name.clone(), region.clone());
@@ -78,7 +111,12 @@ pub fn lower(plan: &Plan) -> Vec<Instr> {
                         &mut out,
                         node,
                         segment,
-                        Op::Fetch { buffer, tensor: name.clone(), region: region.clone(), from_node: home },
+                        Op::Fetch {
+                            buffer,
+                            tensor: name.clone(),
+                            region: region.clone(),
+                            from_node: home,
+                        },
                         vec![alloc, load],
                     ),
                     None => {
@@ -86,7 +124,11 @@ pub fn lower(plan: &Plan) -> Vec<Instr> {
                             &mut out,
                             node,
                             segment,
-                            Op::Load { buffer, tensor: name.clone(), region: region.clone() },
+                            Op::Load {
+                                buffer,
+                                tensor: name.clone(),
+                                region: region.clone(),
+                            },
                             vec![alloc],
                         );
                         homes.entry(key).or_insert((node, load));
@@ -97,7 +139,13 @@ pub fn lower(plan: &Plan) -> Vec<Instr> {
             compute_deps.push(last);
             buffers.push((buffer, alloc, name.clone()));
         }
-        let compute = push(&mut out, node, segment, Op::Compute { supertile: st.id }, compute_deps);
+        let compute = push(
+            &mut out,
+            node,
+            segment,
+            Op::Compute { supertile: st.id },
+            compute_deps,
+        );
         let mut free_deps: HashMap<usize, Vec<usize>> = HashMap::new();
         for (buffer, _, name) in &buffers {
             if let Some(region) = st.footprint.writes.get(name) {
@@ -105,7 +153,11 @@ pub fn lower(plan: &Plan) -> Vec<Instr> {
                     &mut out,
                     node,
                     segment,
-                    Op::Store { buffer: *buffer, tensor: name.clone(), region: region.clone() },
+                    Op::Store {
+                        buffer: *buffer,
+                        tensor: name.clone(),
+                        region: region.clone(),
+                    },
                     vec![compute],
                 );
                 free_deps.entry(*buffer).or_default().push(store);
@@ -123,7 +175,10 @@ pub fn lower(plan: &Plan) -> Vec<Instr> {
 /// The region a supertile's buffer for `tensor` holds: what it reads and
 /// writes of it, as one box.
 pub fn buffer_region(st: &super::Supertile, tensor: &str) -> Region {
-    match (st.footprint.reads.get(tensor), st.footprint.writes.get(tensor)) {
+    match (
+        st.footprint.reads.get(tensor),
+        st.footprint.writes.get(tensor),
+    ) {
         (Some(r), Some(w)) => {
             let mut out = r.clone();
             for d in 0..out.start.len() {
@@ -135,6 +190,9 @@ pub fn buffer_region(st: &super::Supertile, tensor: &str) -> Region {
         }
         (Some(r), None) => r.clone(),
         (None, Some(w)) => w.clone(),
-        (None, None) => Region { start: Vec::new(), len: Vec::new() },
+        (None, None) => Region {
+            start: Vec::new(),
+            len: Vec::new(),
+        },
     }
 }

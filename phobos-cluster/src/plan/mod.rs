@@ -41,7 +41,9 @@ impl std::str::FromStr for Ingest {
         match s {
             "direct" => Ok(Ingest::Direct),
             "home-fetch" => Ok(Ingest::HomeFetch),
-            other => Err(format!("unknown ingest `{other}`: expected direct or home-fetch")),
+            other => Err(format!(
+                "unknown ingest `{other}`: expected direct or home-fetch"
+            )),
         }
     }
 }
@@ -61,8 +63,13 @@ pub enum PlanError {
     NoNodes,
     #[error("kernel `{kernel}`: {message}")]
     Kernel { kernel: String, message: String },
-    #[error("no supertile fits the budget of {budget_bytes} bytes (the smallest needs {needed_bytes})")]
-    Budget { budget_bytes: u64, needed_bytes: u64 },
+    #[error(
+        "no supertile fits the budget of {budget_bytes} bytes (the smallest needs {needed_bytes})"
+    )]
+    Budget {
+        budget_bytes: u64,
+        needed_bytes: u64,
+    },
 }
 
 /// One box of programs and what it touches.
@@ -124,17 +131,25 @@ pub fn plan(job: &Job, binding: &Binding, options: &PlanOptions) -> Result<Plan,
             message: "kernels with atomic_add combine programs' results in place and cannot be split into supertiles".into(),
         });
     }
-    let elem_bytes: BTreeMap<String, usize> = job.tensors.iter().map(|t| (t.name.clone(), t.dtype.size_bytes())).collect();
+    let elem_bytes: BTreeMap<String, usize> = job
+        .tensors
+        .iter()
+        .map(|t| (t.name.clone(), t.dtype.size_bytes()))
+        .collect();
     // Candidate configs: every @cluster combination, @autotune at defaults.
-    let cluster_params: Vec<_> = kernel.tune.iter().filter(|t| t.kind == TuneKind::Cluster).collect();
+    let cluster_params: Vec<_> = kernel
+        .tune
+        .iter()
+        .filter(|t| t.kind == TuneKind::Cluster)
+        .collect();
     let defaults = kernel.default_config();
     let configs: Vec<Config> = kernel
         .configs()
         .into_iter()
         .filter(|c| {
-            c.values
-                .iter()
-                .all(|(n, v)| cluster_params.iter().any(|p| &p.name == n) || defaults.get(n) == Some(*v))
+            c.values.iter().all(|(n, v)| {
+                cluster_params.iter().any(|p| &p.name == n) || defaults.get(n) == Some(*v)
+            })
         })
         .collect();
     // (seconds, bytes, config, grid, shape, flops per program)
@@ -156,19 +171,40 @@ pub fn plan(job: &Job, binding: &Binding, options: &PlanOptions) -> Result<Plan,
             let count: usize = (0..3).map(|d| grid[d].div_ceil(shape[d].max(1))).product();
             let per_node = count.div_ceil(options.nodes) as f64;
             let programs: f64 = shape.iter().map(|&s| s as f64).product();
-            let seconds = options.machine.seconds(per_node * programs * flops_per_program, per_node * bytes as f64);
+            let seconds = options.machine.seconds(
+                per_node * programs * flops_per_program,
+                per_node * bytes as f64,
+            );
             let total_bytes = count as f64 * bytes as f64;
             let better = match &best {
                 None => true,
-                Some((s, b, ..)) => seconds < *s * 0.999 || (seconds <= *s * 1.001 && total_bytes < *b),
+                Some((s, b, ..)) => {
+                    seconds < *s * 0.999 || (seconds <= *s * 1.001 && total_bytes < *b)
+                }
             };
             if better {
-                best = Some((seconds, total_bytes, config.clone(), grid, shape, flops_per_program));
+                best = Some((
+                    seconds,
+                    total_bytes,
+                    config.clone(),
+                    grid,
+                    shape,
+                    flops_per_program,
+                ));
             }
         }
     }
     match best {
-        Some((_, _, config, grid, shape, flops)) => build(kernel, &config, binding, options, grid, shape, flops, &elem_bytes),
+        Some((_, _, config, grid, shape, flops)) => build(
+            kernel,
+            &config,
+            binding,
+            options,
+            grid,
+            shape,
+            flops,
+            &elem_bytes,
+        ),
         None => Err(PlanError::Budget {
             budget_bytes: options.budget_bytes.unwrap_or(0),
             needed_bytes: smallest_needed,
@@ -192,7 +228,11 @@ fn build(
     let total: usize = counts.iter().product();
     let mut supertiles = Vec::with_capacity(total);
     for id in 0..total {
-        let index = [id % counts[0], (id / counts[0]) % counts[1], id / (counts[0] * counts[1])];
+        let index = [
+            id % counts[0],
+            (id / counts[0]) % counts[1],
+            id / (counts[0] * counts[1]),
+        ];
         let lo = [0, 1, 2].map(|d| index[d] * shape[d]);
         let hi = [0, 1, 2].map(|d| ((index[d] + 1) * shape[d]).min(grid[d]));
         let footprint = analysis.footprint(lo, hi);
@@ -216,7 +256,11 @@ fn build(
         let neighbours: Vec<usize> = if total <= 64 {
             (a.id + 1..total).collect()
         } else {
-            strides.iter().map(|s| a.id + s).filter(|&b| b < total).collect()
+            strides
+                .iter()
+                .map(|s| a.id + s)
+                .filter(|&b| b < total)
+                .collect()
         };
         for b in neighbours.into_iter().map(|b| &supertiles[b]) {
             for (name, ra) in &a.footprint.writes {
@@ -247,7 +291,11 @@ fn build(
         let mut current_bytes = 0u64;
         for st in supertiles.iter().filter(|s| s.node == node) {
             let bytes = footprint_bytes(&st.footprint, elem_bytes);
-            if !current.is_empty() && options.budget_bytes.is_some_and(|b| current_bytes + bytes > b) {
+            if !current.is_empty()
+                && options
+                    .budget_bytes
+                    .is_some_and(|b| current_bytes + bytes > b)
+            {
                 segments[node].push(std::mem::take(&mut current));
                 current_bytes = 0;
             }
@@ -292,21 +340,26 @@ fn build(
 pub fn predict(plan: &Plan, machine: &Machine) -> Prediction {
     let mut node_flops = vec![0.0; plan.nodes];
     let mut node_bytes = vec![0.0; plan.nodes];
-    let mut seen: std::collections::HashSet<(String, Region, usize)> = std::collections::HashSet::new();
+    let mut seen: std::collections::HashSet<(String, Region, usize)> =
+        std::collections::HashSet::new();
     for st in &plan.supertiles {
         node_flops[st.node] += st.programs() as f64 * plan.flops_per_program;
         for (name, region) in &st.footprint.reads {
-            let bytes = (region.elements() * plan.elem_bytes.get(name).copied().unwrap_or(4)) as f64;
+            let bytes =
+                (region.elements() * plan.elem_bytes.get(name).copied().unwrap_or(4)) as f64;
             let first_on_node = seen.insert((name.clone(), region.clone(), st.node));
             if first_on_node || plan.ingest == Ingest::Direct {
                 node_bytes[st.node] += bytes;
             }
         }
         for (name, region) in &st.footprint.writes {
-            node_bytes[st.node] += (region.elements() * plan.elem_bytes.get(name).copied().unwrap_or(4)) as f64;
+            node_bytes[st.node] +=
+                (region.elements() * plan.elem_bytes.get(name).copied().unwrap_or(4)) as f64;
         }
     }
-    let seconds = (0..plan.nodes).map(|n| machine.seconds(node_flops[n], node_bytes[n])).fold(0.0, f64::max);
+    let seconds = (0..plan.nodes)
+        .map(|n| machine.seconds(node_flops[n], node_bytes[n]))
+        .fold(0.0, f64::max);
     Prediction {
         seconds,
         flops: node_flops.iter().sum(),
@@ -341,7 +394,11 @@ fn candidate_shapes(grid: [usize; 3], nodes: usize) -> Vec<[usize; 3]> {
     for &a in &axis(grid[0]) {
         for &b in &axis(grid[1]) {
             for &c in &axis(grid[2]) {
-                let count: usize = [a, b, c].iter().zip(grid).map(|(&s, g)| g.max(1).div_ceil(s)).product();
+                let count: usize = [a, b, c]
+                    .iter()
+                    .zip(grid)
+                    .map(|(&s, g)| g.max(1).div_ceil(s))
+                    .product();
                 if count >= nodes.min(total) {
                     out.push([a, b, c]);
                 }
@@ -352,7 +409,11 @@ fn candidate_shapes(grid: [usize; 3], nodes: usize) -> Vec<[usize; 3]> {
 }
 
 /// The launch grid under `config` and the job's dims.
-pub fn grid_of(kernel: &Kernel, config: &Config, dims: &BTreeMap<String, usize>) -> Result<[usize; 3], PlanError> {
+pub fn grid_of(
+    kernel: &Kernel,
+    config: &Config,
+    dims: &BTreeMap<String, usize>,
+) -> Result<[usize; 3], PlanError> {
     let analysis = Analysis::new(kernel, config, dims, [1; 3]);
     let mut grid = [1usize; 3];
     for (axis, e) in kernel.grid.iter().enumerate().take(3) {
@@ -362,7 +423,9 @@ pub fn grid_of(kernel: &Kernel, config: &Config, dims: &BTreeMap<String, usize>)
             _ => {
                 return Err(PlanError::Kernel {
                     kernel: kernel.name.clone(),
-                    message: format!("grid axis {axis} does not evaluate to a non-negative constant"),
+                    message: format!(
+                        "grid axis {axis} does not evaluate to a non-negative constant"
+                    ),
                 });
             }
         }
@@ -375,7 +438,11 @@ fn contains_atomic(stmts: &[phobos_build::ir::Stmt]) -> bool {
     stmts.iter().any(|s| match &s.kind {
         StmtKind::AtomicAdd { .. } => true,
         StmtKind::For { body, .. } | StmtKind::While { body, .. } => contains_atomic(body),
-        StmtKind::If { then_body, else_body, .. } => contains_atomic(then_body) || contains_atomic(else_body),
+        StmtKind::If {
+            then_body,
+            else_body,
+            ..
+        } => contains_atomic(then_body) || contains_atomic(else_body),
         _ => false,
     })
 }

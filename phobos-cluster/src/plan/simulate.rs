@@ -14,7 +14,9 @@ pub fn simulate(plan: &Plan, instrs: &[Instr], machine: &Machine) -> f64 {
     let mut link_free = vec![0.0f64; plan.nodes];
     for i in instrs {
         let ready = i.deps.iter().map(|&d| finish[d]).fold(0.0, f64::max);
-        let bytes = |tensor: &str, region: &super::Region| (region.elements() * plan.elem_bytes.get(tensor).copied().unwrap_or(4)) as f64;
+        let bytes = |tensor: &str, region: &super::Region| {
+            (region.elements() * plan.elem_bytes.get(tensor).copied().unwrap_or(4)) as f64
+        };
         finish[i.id] = match &i.op {
             Op::Alloc { .. } | Op::Free { .. } => ready,
             Op::Compute { supertile } => {
@@ -28,7 +30,12 @@ pub fn simulate(plan: &Plan, instrs: &[Instr], machine: &Machine) -> f64 {
                 link_free[i.node] = start + bytes(tensor, region) / machine.link_bytes_per_s;
                 link_free[i.node]
             }
-            Op::Fetch { tensor, region, from_node, .. } => {
+            Op::Fetch {
+                tensor,
+                region,
+                from_node,
+                ..
+            } => {
                 let start = ready.max(link_free[i.node]).max(link_free[*from_node]);
                 let end = start + bytes(tensor, region) / machine.link_bytes_per_s;
                 link_free[i.node] = end;

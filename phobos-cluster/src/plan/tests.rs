@@ -41,7 +41,10 @@ fn supertiles_cover_the_output_once() {
         assert!(covered.iter().all(|&c| c == 1), "nodes={nodes}");
         // Every node gets work when there are enough programs.
         for node in 0..nodes {
-            assert!(plan.supertiles.iter().any(|s| s.node == node), "node {node} idle");
+            assert!(
+                plan.supertiles.iter().any(|s| s.node == node),
+                "node {node} idle"
+            );
         }
     }
 }
@@ -70,17 +73,31 @@ fn budget_cuts_segments_and_lowering_is_a_dag() {
     o.budget_bytes = Some(100_000);
     let plan = plan(&job, &binding, &o).unwrap();
     assert!(plan.prediction.peak_segment_bytes <= 100_000);
-    assert!(plan.segments.iter().any(|s| s.len() > 1), "{:?}", plan.segments);
+    assert!(
+        plan.segments.iter().any(|s| s.len() > 1),
+        "{:?}",
+        plan.segments
+    );
     let instrs = lower(&plan);
     for i in &instrs {
         assert!(i.deps.iter().all(|&d| d < i.id), "deps point backwards");
     }
-    let computes = instrs.iter().filter(|i| matches!(i.op, Op::Compute { .. })).count();
+    let computes = instrs
+        .iter()
+        .filter(|i| matches!(i.op, Op::Compute { .. }))
+        .count();
     assert_eq!(computes, plan.supertiles.len());
     let dot = dot::to_dot(&plan, &instrs);
-    assert!(dot.starts_with("digraph plan {") && dot.contains("cluster_node1") && dot.contains("COMPUTE"));
+    assert!(
+        dot.starts_with("digraph plan {")
+            && dot.contains("cluster_node1")
+            && dot.contains("COMPUTE")
+    );
     o.budget_bytes = Some(10);
-    assert!(matches!(super::plan(&job, &binding, &o), Err(PlanError::Budget { .. })));
+    assert!(matches!(
+        super::plan(&job, &binding, &o),
+        Err(PlanError::Budget { .. })
+    ));
 }
 
 #[test]
@@ -93,7 +110,10 @@ fn home_fetch_reads_each_panel_from_the_store_once() {
     let mut loads = std::collections::HashSet::new();
     for i in &instrs {
         if let Op::Load { tensor, region, .. } = &i.op {
-            assert!(loads.insert((tensor.clone(), region.clone())), "{tensor} {region:?} loaded twice");
+            assert!(
+                loads.insert((tensor.clone(), region.clone())),
+                "{tensor} {region:?} loaded twice"
+            );
         }
         if let Op::Fetch { from_node, .. } = &i.op {
             assert_ne!(*from_node, i.node);

@@ -111,18 +111,54 @@ macro_rules! with_host_tensor {
 macro_rules! with_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {
         match $dtype {
-            phobos_rt::DType::Bool => { type $T = bool; $body }
-            phobos_rt::DType::I8 => { type $T = i8; $body }
-            phobos_rt::DType::U8 => { type $T = u8; $body }
-            phobos_rt::DType::I16 => { type $T = i16; $body }
-            phobos_rt::DType::U16 => { type $T = u16; $body }
-            phobos_rt::DType::I32 => { type $T = i32; $body }
-            phobos_rt::DType::U32 => { type $T = u32; $body }
-            phobos_rt::DType::I64 => { type $T = i64; $body }
-            phobos_rt::DType::F16 => { type $T = half::f16; $body }
-            phobos_rt::DType::Bf16 => { type $T = half::bf16; $body }
-            phobos_rt::DType::F32 => { type $T = f32; $body }
-            phobos_rt::DType::F64 => { type $T = f64; $body }
+            phobos_rt::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            phobos_rt::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            phobos_rt::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            phobos_rt::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            phobos_rt::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            phobos_rt::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            phobos_rt::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            phobos_rt::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            phobos_rt::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            phobos_rt::DType::Bf16 => {
+                type $T = half::bf16;
+                $body
+            }
+            phobos_rt::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            phobos_rt::DType::F64 => {
+                type $T = f64;
+                $body
+            }
         }
     };
 }
@@ -196,7 +232,13 @@ mod tests {
         for dtype in DType::ALL {
             let shape = [3usize, 5];
             let bytes: Vec<u8> = (0..15 * dtype.size_bytes())
-                .map(|i| if dtype == DType::Bool { (i % 2) as u8 } else { (i * 37 % 251) as u8 })
+                .map(|i| {
+                    if dtype == DType::Bool {
+                        (i % 2) as u8
+                    } else {
+                        (i * 37 % 251) as u8
+                    }
+                })
                 .collect();
             let t = HostTensor::from_le_bytes(dtype, &shape, &bytes).unwrap();
             assert_eq!(t.dtype(), dtype);

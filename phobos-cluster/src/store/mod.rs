@@ -34,7 +34,9 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
-    #[error("bad shape `{text}`: expected N, RxC (or up to 4 dims, AxBxCxD) with positive integers")]
+    #[error(
+        "bad shape `{text}`: expected N, RxC (or up to 4 dims, AxBxCxD) with positive integers"
+    )]
     Shape { text: String },
     #[error(transparent)]
     Runtime(#[from] phobos_rt::Error),
@@ -49,9 +51,11 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
 
 /// The path of a `file://` URI; a relative path is taken relative to `base`.
 pub fn uri_path(uri: &str, base: Option<&Path>) -> Result<PathBuf, StoreError> {
-    let rest = uri.strip_prefix("file://").ok_or_else(|| StoreError::Scheme {
-        uri: uri.to_string(),
-    })?;
+    let rest = uri
+        .strip_prefix("file://")
+        .ok_or_else(|| StoreError::Scheme {
+            uri: uri.to_string(),
+        })?;
     if rest.is_empty() {
         return Err(StoreError::Scheme {
             uri: uri.to_string(),
@@ -71,7 +75,13 @@ pub fn parse_shape(text: &str) -> Result<Vec<usize>, StoreError> {
     };
     let dims = text
         .split('x')
-        .map(|d| d.trim().parse::<usize>().ok().filter(|&v| v > 0).ok_or_else(bad))
+        .map(|d| {
+            d.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&v| v > 0)
+                .ok_or_else(bad)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     if dims.is_empty() || dims.len() > 4 {
         return Err(bad());
@@ -141,14 +151,20 @@ pub fn staging_path(path: &Path) -> PathBuf {
 /// Creates the staging copy of an output: a copy of the current file for a
 /// read-modify-write tensor (its old values are read from the original,
 /// which stays untouched until the rename), zeros for a write-only one.
-pub fn begin_staging(path: &Path, dtype: DType, shape: &[usize], copy_old: bool) -> Result<PathBuf, StoreError> {
+pub fn begin_staging(
+    path: &Path,
+    dtype: DType,
+    shape: &[usize],
+    copy_old: bool,
+) -> Result<PathBuf, StoreError> {
     let staging = staging_path(path);
     if copy_old {
         check_size(path, dtype, shape)?;
         std::fs::copy(path, &staging).map_err(io(&staging))?;
     } else {
         let file = File::create(&staging).map_err(io(&staging))?;
-        file.set_len(len_bytes(dtype, shape)).map_err(io(&staging))?;
+        file.set_len(len_bytes(dtype, shape))
+            .map_err(io(&staging))?;
     }
     Ok(staging)
 }
@@ -156,7 +172,10 @@ pub fn begin_staging(path: &Path, dtype: DType, shape: &[usize], copy_old: bool)
 /// Writes `bytes` at `offset` of an existing file (idempotent: the same
 /// region always gets the same bytes).
 pub fn write_region(path: &Path, offset: u64, bytes: &[u8]) -> Result<(), StoreError> {
-    let file = OpenOptions::new().write(true).open(path).map_err(io(path))?;
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(io(path))?;
     file.write_all_at(bytes, offset).map_err(io(path))
 }
 
@@ -174,7 +193,9 @@ pub fn commit_staging(path: &Path) -> Result<(), StoreError> {
 pub enum Fill {
     Zero,
     /// Uniform in [-1, 1) from a seeded generator (SplitMix64).
-    Random { seed: u64 },
+    Random {
+        seed: u64,
+    },
     Const(f64),
     /// 0, 1, 2, ... in row-major order.
     Iota,
@@ -201,7 +222,12 @@ pub fn fill_value(fill: Fill, index: u64) -> f64 {
 }
 
 /// Creates (or replaces, atomically) a tensor file of `dtype` x `shape`.
-pub fn init_tensor(path: &Path, dtype: DType, shape: &[usize], fill: Fill) -> Result<(), StoreError> {
+pub fn init_tensor(
+    path: &Path,
+    dtype: DType,
+    shape: &[usize],
+    fill: Fill,
+) -> Result<(), StoreError> {
     let len: usize = shape.iter().product();
     let bytes = crate::with_dtype!(dtype, T => {
         let values: Vec<T> = (0..len as u64)
@@ -213,13 +239,24 @@ pub fn init_tensor(path: &Path, dtype: DType, shape: &[usize], fill: Fill) -> Re
 }
 
 /// A few elements spread across the tensor: `(row-major index, value)`.
-pub fn peek_tensor(path: &Path, dtype: DType, shape: &[usize], count: usize) -> Result<Vec<(usize, f64)>, StoreError> {
+pub fn peek_tensor(
+    path: &Path,
+    dtype: DType,
+    shape: &[usize],
+    count: usize,
+) -> Result<Vec<(usize, f64)>, StoreError> {
     check_size(path, dtype, shape)?;
     let len: usize = shape.iter().product();
     let size = dtype.size_bytes();
     let mut file = File::open(path).map_err(io(path))?;
     let mut picks: Vec<usize> = (0..count.min(len))
-        .map(|i| if count <= 1 { 0 } else { i * (len - 1) / (count.min(len) - 1).max(1) })
+        .map(|i| {
+            if count <= 1 {
+                0
+            } else {
+                i * (len - 1) / (count.min(len) - 1).max(1)
+            }
+        })
         .collect();
     picks.dedup();
     let mut out = Vec::new();
@@ -240,7 +277,10 @@ mod tests {
 
     #[test]
     fn uris_and_shapes() {
-        assert_eq!(uri_path("file:///a/b.bin", None).unwrap(), PathBuf::from("/a/b.bin"));
+        assert_eq!(
+            uri_path("file:///a/b.bin", None).unwrap(),
+            PathBuf::from("/a/b.bin")
+        );
         assert_eq!(
             uri_path("file://b.bin", Some(Path::new("/jobs"))).unwrap(),
             PathBuf::from("/jobs/b.bin")
@@ -271,17 +311,33 @@ mod tests {
         let staging = begin_staging(&path, DType::F32, &[3, 4], true).unwrap();
         write_region(&staging, 4, &encode(&[-1.0f32])).unwrap();
         // The original is untouched until the commit.
-        assert_eq!(read_tensor(&path, DType::F32, &[3, 4]).unwrap().to_f64_vec().unwrap()[1], 1.0);
+        assert_eq!(
+            read_tensor(&path, DType::F32, &[3, 4])
+                .unwrap()
+                .to_f64_vec()
+                .unwrap()[1],
+            1.0
+        );
         commit_staging(&path).unwrap();
-        assert_eq!(read_tensor(&path, DType::F32, &[3, 4]).unwrap().to_f64_vec().unwrap()[1], -1.0);
+        assert_eq!(
+            read_tensor(&path, DType::F32, &[3, 4])
+                .unwrap()
+                .to_f64_vec()
+                .unwrap()[1],
+            -1.0
+        );
         assert!(!staging.exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn random_fill_is_seeded_and_in_range() {
-        let a: Vec<f64> = (0..1000).map(|i| fill_value(Fill::Random { seed: 7 }, i)).collect();
-        let b: Vec<f64> = (0..1000).map(|i| fill_value(Fill::Random { seed: 7 }, i)).collect();
+        let a: Vec<f64> = (0..1000)
+            .map(|i| fill_value(Fill::Random { seed: 7 }, i))
+            .collect();
+        let b: Vec<f64> = (0..1000)
+            .map(|i| fill_value(Fill::Random { seed: 7 }, i))
+            .collect();
         assert_eq!(a, b);
         assert!(a.iter().all(|v| (-1.0..1.0).contains(v)));
         assert_ne!(a[0], fill_value(Fill::Random { seed: 8 }, 0));
