@@ -52,16 +52,27 @@ pub struct WorkerArgs {
     pub heartbeat_ms: u64,
 }
 
+/// What every worker start needs.
+struct Launcher<'a> {
+    exe: &'a Path,
+    job_path: &'a Path,
+    args: &'a WorkerArgs,
+    events: mpsc::Sender<Event>,
+}
+
 fn spawn(
-    exe: &Path,
-    job_path: &Path,
-    args: &WorkerArgs,
+    launcher: &Launcher<'_>,
     node: usize,
     attempt: usize,
     supertiles: &BTreeSet<usize>,
     id: usize,
-    events: &mpsc::Sender<Event>,
 ) -> Result<Worker> {
+    let Launcher {
+        exe,
+        job_path,
+        args,
+        events,
+    } = launcher;
     let list: Vec<String> = supertiles.iter().map(usize::to_string).collect();
     let mut child: Child = Command::new(exe)
         .arg("worker")
@@ -154,6 +165,12 @@ pub fn run_processes(
 
 fn schedule(exe: &Path, job_path: &Path, plan: &Plan, args: &WorkerArgs) -> Result<()> {
     let (tx, rx) = mpsc::channel();
+    let launcher = Launcher {
+        exe,
+        job_path,
+        args,
+        events: tx,
+    };
     let mut workers: Vec<Worker> = Vec::new();
     let mut attempts: BTreeMap<usize, usize> = BTreeMap::new();
     let mut dead: BTreeSet<usize> = BTreeSet::new();
@@ -169,7 +186,7 @@ fn schedule(exe: &Path, job_path: &Path, plan: &Plan, args: &WorkerArgs) -> Resu
             continue;
         }
         let id = workers.len();
-        workers.push(spawn(exe, job_path, args, node, 0, &mine, id, &tx)?);
+        workers.push(spawn(&launcher, node, 0, &mine, id)?);
         attempts.insert(node, 0);
     }
     let timeout = Duration::from_millis(args.heartbeat_ms.saturating_mul(4).max(200));
@@ -260,9 +277,7 @@ fn schedule(exe: &Path, job_path: &Path, plan: &Plan, args: &WorkerArgs) -> Resu
             let attempt = attempts.entry(target).or_insert(0);
             *attempt += 1;
             let id = workers.len();
-            workers.push(spawn(
-                exe, job_path, args, target, *attempt, &redo, id, &tx,
-            )?);
+            workers.push(spawn(&launcher, target, *attempt, &redo, id)?);
         }
     }
     // Everything is stored; a straggler has nothing left to do.

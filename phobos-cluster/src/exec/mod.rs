@@ -18,15 +18,27 @@ use crate::store::{self, HostTensor, StoreError};
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(Box<StoreError>),
     #[error(transparent)]
-    Interp(#[from] InterpError),
+    Interp(Box<InterpError>),
     #[error("job input `{tensor}`: {source}")]
     Input {
         tensor: String,
         #[source]
-        source: StoreError,
+        source: Box<StoreError>,
     },
+}
+
+impl From<StoreError> for ExecError {
+    fn from(e: StoreError) -> ExecError {
+        ExecError::Store(Box::new(e))
+    }
+}
+
+impl From<InterpError> for ExecError {
+    fn from(e: InterpError) -> ExecError {
+        ExecError::Interp(Box::new(e))
+    }
 }
 
 /// Bytes a run moved.
@@ -58,7 +70,7 @@ pub fn check_inputs(job: &Job) -> Result<(), ExecError> {
         if matches!(t.access, Access::Read | Access::ReadModifyWrite) {
             store::check_size(&t.path, t.dtype, &t.shape).map_err(|source| ExecError::Input {
                 tensor: format!("{} (line {})", t.name, t.line),
-                source,
+                source: Box::new(source),
             })?;
         }
     }

@@ -105,7 +105,7 @@ impl Program<'_> {
         })
     }
 
-    fn arg<'e>(args: &'e [Expr], i: usize, func: Builtin) -> Result<&'e Expr, InterpError> {
+    fn arg(args: &[Expr], i: usize, func: Builtin) -> Result<&Expr, InterpError> {
         args.get(i).ok_or_else(|| InterpError::Unsupported {
             what: format!("`{}` without argument {}", func.name(), i + 1),
         })

@@ -286,7 +286,7 @@ fn build(
     // Segments: consecutive supertiles of a node while they fit the budget.
     let mut segments: Vec<Vec<Vec<usize>>> = vec![Vec::new(); options.nodes];
     let mut peak = 0u64;
-    for node in 0..options.nodes {
+    for (node, node_segments) in segments.iter_mut().enumerate() {
         let mut current: Vec<usize> = Vec::new();
         let mut current_bytes = 0u64;
         for st in supertiles.iter().filter(|s| s.node == node) {
@@ -296,7 +296,7 @@ fn build(
                     .budget_bytes
                     .is_some_and(|b| current_bytes + bytes > b)
             {
-                segments[node].push(std::mem::take(&mut current));
+                node_segments.push(std::mem::take(&mut current));
                 current_bytes = 0;
             }
             current.push(st.id);
@@ -304,7 +304,7 @@ fn build(
             peak = peak.max(current_bytes);
         }
         if !current.is_empty() {
-            segments[node].push(current);
+            node_segments.push(current);
         }
     }
     for (node, segs) in segments.iter().enumerate() {

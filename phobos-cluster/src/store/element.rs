@@ -59,7 +59,7 @@ pub fn decode<T: RawElement>(bytes: &[u8]) -> Vec<T> {
 
 /// Encodes values as raw little-endian bytes.
 pub fn encode<T: RawElement>(values: &[T]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(values.len() * size_of::<T>());
+    let mut out = Vec::with_capacity(std::mem::size_of_val(values));
     for &v in values {
         v.put_le(&mut out);
     }
