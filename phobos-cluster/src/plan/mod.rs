@@ -336,20 +336,33 @@ fn build(
 
 /// The cost model's time and traffic for a placed plan: per node, its
 /// supertiles' flops and bytes; the slowest node sets the time. Under
-/// home-fetch a region read by several nodes is read from the store once.
+/// home-fetch a region read by several nodes is read from the store once,
+/// by its home, which also sends it to the other nodes (links are full
+/// duplex, so sending is its own direction).
 pub fn predict(plan: &Plan, machine: &Machine) -> Prediction {
     let mut node_flops = vec![0.0; plan.nodes];
     let mut node_bytes = vec![0.0; plan.nodes];
-    let mut seen: std::collections::HashSet<(String, Region, usize)> =
-        std::collections::HashSet::new();
+    // Links are full duplex: what a home node sends to fetchers is its own
+    // direction, next to what it reads and stores.
+    let mut node_sent = vec![0.0; plan.nodes];
+    // Under home-fetch the first node to read a region is its home: it
+    // reads the store, and its link also carries every other node's fetch.
+    let mut homes: std::collections::HashMap<(String, Region), usize> =
+        std::collections::HashMap::new();
     for st in &plan.supertiles {
         node_flops[st.node] += st.programs() as f64 * plan.flops_per_program;
         for (name, region) in &st.footprint.reads {
             let bytes =
                 (region.elements() * plan.elem_bytes.get(name).copied().unwrap_or(4)) as f64;
-            let first_on_node = seen.insert((name.clone(), region.clone(), st.node));
-            if first_on_node || plan.ingest == Ingest::Direct {
-                node_bytes[st.node] += bytes;
+            // Every supertile loads (or fetches) its own copy.
+            node_bytes[st.node] += bytes;
+            if plan.ingest == Ingest::HomeFetch {
+                let home = *homes
+                    .entry((name.clone(), region.clone()))
+                    .or_insert(st.node);
+                if home != st.node {
+                    node_sent[home] += bytes;
+                }
             }
         }
         for (name, region) in &st.footprint.writes {
@@ -358,7 +371,11 @@ pub fn predict(plan: &Plan, machine: &Machine) -> Prediction {
         }
     }
     let seconds = (0..plan.nodes)
-        .map(|n| machine.seconds(node_flops[n], node_bytes[n]))
+        .map(|n| {
+            machine
+                .seconds(node_flops[n], node_bytes[n])
+                .max(node_sent[n] / machine.link_bytes_per_s)
+        })
         .fold(0.0, f64::max);
     Prediction {
         seconds,
