@@ -70,11 +70,7 @@ fn main() -> anyhow::Result<()> {
         Command::Run(args) => args.listen.is_some(),
         _ => false,
     };
-    let default_level = if serving {
-        "info"
-    } else {
-        "warn"
-    };
+    let default_level = if serving { "info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("PHOBOS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     tracing_subscriber::fmt()

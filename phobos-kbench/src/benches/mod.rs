@@ -54,11 +54,12 @@ impl Ctx {
             phobos::Backend::Cuda(_) => 1,
         };
         let pinned = cli.autotune.as_deref().map(parse_pins).transpose()?;
+        let numpy = device.is_host() && !cli.no_numpy && crate::numpy::available();
         Ok(Ctx {
             device,
             threads,
             pinned,
-            numpy: device.is_host() && !cli.no_numpy && crate::numpy::available(),
+            numpy,
             copy_gbs: OnceLock::new(),
         })
     }

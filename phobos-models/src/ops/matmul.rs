@@ -1,9 +1,11 @@
 //! Quantized matrix times activations: `out[m*rows + n] = sum_k x[m*cols + k] * W[n, k]`.
 //!
-//! This is the engine's one entry point for every weight product, so the
-//! fast kernels (phobos-rt's quantized matmul) replace only this body.
-//! The body here is the plain fallback: each weight row is dequantized to
-//! f32 once per call and dotted in f32 with every activation row.
+//! This is the engine's one entry point for every weight product. It runs
+//! phobos-rt's quantized matmul (`host::qmatmul`: ggml's numerics, the
+//! activations quantized to the format's partner type, SIMD picked at run
+//! time, the host pool's threads), and [`matmul_exact`] for the formats
+//! that has no kernel for: each weight row dequantized to f32 and dotted in
+//! f32 with every activation row.
 
 use rayon::prelude::*;
 
@@ -35,6 +37,8 @@ pub enum QMatmulError {
     },
     #[error("matmul: {0}")]
     Quant(#[from] QuantError),
+    #[error("matmul: {0}")]
+    Kernel(#[from] phobos_rt::host::qmatmul::QMatmulError),
 }
 
 impl QMatrixRef<'_> {
@@ -53,6 +57,26 @@ impl QMatrixRef<'_> {
 const ROWS_PER_TASK: usize = 16;
 
 pub fn matmul(
+    w: &QMatrixRef<'_>,
+    x: &[f32],
+    m_rows: usize,
+    out: &mut [f32],
+) -> Result<(), QMatmulError> {
+    use phobos_rt::host::qmatmul as fast;
+    let fast_ref = fast::QMatrixRef {
+        ty: w.ty,
+        rows: w.rows,
+        cols: w.cols,
+        data: w.data,
+    };
+    match fast::matmul_threaded(&fast_ref, x, m_rows, out) {
+        Err(fast::QMatmulError::UnsupportedWeight { .. }) => matmul_exact(w, x, m_rows, out),
+        result => Ok(result?),
+    }
+}
+
+/// The exact f32 form: every weight row dequantized, dotted in f32.
+pub fn matmul_exact(
     w: &QMatrixRef<'_>,
     x: &[f32],
     m_rows: usize,
@@ -150,7 +174,7 @@ mod tests {
             quant::dequantize(GgmlType::Q8_0, &bytes, &mut w_deq).unwrap();
             let w = QMatrixRef { ty: GgmlType::Q8_0, rows, cols, data: &bytes };
             let mut out = vec![0f32; m * rows];
-            matmul(&w, &x, m, &mut out).unwrap();
+            matmul_exact(&w, &x, m, &mut out).unwrap();
             let want = reference(&w_deq, rows, cols, &x, m);
             // f32 accumulation of `cols` products of magnitude <= 1.
             let tol = cols as f64 * 1e-6;
@@ -172,7 +196,7 @@ mod tests {
         let mut out = vec![0f32; 1];
         assert!(matches!(
             matmul(&w, &[0.0; 31], 1, &mut out),
-            Err(QMatmulError::Shape { .. })
+            Err(QMatmulError::Shape { .. } | QMatmulError::Kernel(_))
         ));
     }
 }

@@ -9,7 +9,10 @@ use crate::{Backend, Device};
 pub fn device_id(device: &Device) -> String {
     match device.backend() {
         Backend::Host(host) => host_id(host.threads()),
-        Backend::Cuda(cuda) => match *cuda {},
+        Backend::Cuda(cuda) => {
+            let info = cuda.info();
+            format!("{}|{}|driver={}", info.name, info.chip, info.driver_version)
+        }
     }
 }
 

@@ -28,11 +28,29 @@ impl VariantTimer for HostTimer {
     }
 }
 
+/// Times a CUDA variant between two events on the device's stream, so
+/// only device time counts (launches are asynchronous).
+pub struct CudaTimer {
+    device: crate::CudaDevice,
+}
+
+impl VariantTimer for CudaTimer {
+    fn time(&mut self, run: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
+        let timer = crate::cuda::EventTimer::new(&self.device)?;
+        timer.start()?;
+        run()?;
+        let ms = timer.stop_ms()?;
+        Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+    }
+}
+
 /// The timer for `device`'s backend.
 pub fn timer_for(device: &Device) -> Box<dyn VariantTimer> {
     match device.backend() {
         Backend::Host(_) => Box::new(HostTimer),
-        Backend::Cuda(cuda) => match *cuda {},
+        Backend::Cuda(cuda) => Box::new(CudaTimer {
+            device: cuda.clone(),
+        }),
     }
 }
 

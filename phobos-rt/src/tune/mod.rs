@@ -289,7 +289,7 @@ impl Tuner {
                 key,
                 memory_key,
                 configs: request.configs,
-                device: *request.device,
+                device: request.device.clone(),
             })),
         }
     }

@@ -37,8 +37,8 @@ pub struct EngineSlot {
 /// (per slot, as documented), capped at the model's training context.
 pub fn load(args: &ServeArgs) -> anyhow::Result<EngineBackend> {
     let model = crate::cli::load::load_model(&args.model, args.threads)?;
-    let template_source = Gguf::open(&args.model)
-        .with_context(|| format!("opening {}", args.model.display()))?;
+    let template_source =
+        Gguf::open(&args.model).with_context(|| format!("opening {}", args.model.display()))?;
     let (_, template) =
         load::tokenizer_and_template(&template_source, args.chat_template_file.as_deref())?;
     let requested = args.context_len_per_slot();
@@ -138,10 +138,7 @@ impl InferenceBackend for EngineBackend {
             return Err(BackendError("the prompt has no tokens".into()));
         }
         // The last prompt token always runs, so its logits are fresh.
-        let reused = slot
-            .session
-            .common_prefix_len(prompt)
-            .min(prompt.len() - 1);
+        let reused = slot.session.common_prefix_len(prompt).min(prompt.len() - 1);
         slot.session.truncate(reused);
         slot.logits.clear();
         let mut batch = [SeqInput {

@@ -118,6 +118,16 @@ pub fn kernel_module(
     for param in &kernel.params {
         let public = names::public(&param.name);
         match &param.kind {
+            // Quantized tensors are read-only: passed through as they are.
+            ParamKind::Tensor {
+                elem: Elem::Quant(quant),
+                ..
+            } => {
+                let marker = names::quant_marker(*quant);
+                select_args.push(quote!(#public: &#p::QTensor<'_, #marker>));
+                scratch_forward.push(quote!(#public));
+                select_forward.push(quote!(#public));
+            }
             ParamKind::Tensor { elem, written, .. } => {
                 let ty = tensor_elem_type(*elem, param)?;
                 select_args.push(quote!(#public: &#p::Tensor<#ty>));

@@ -50,4 +50,7 @@ pub enum QMatmulError {
     ActivationLevel { block: usize },
     #[error("quantizing activations: {0}")]
     Quant(#[from] QuantError),
+    /// A worker of the host pool failed (a panic in a tile).
+    #[error("quantized matmul: a parallel tile failed: {0}")]
+    Parallel(String),
 }

@@ -1,11 +1,8 @@
 //! Entry points and the parallel split (the one place that decides it):
 //! tiles of output rows (weight rows, N) times activation rows (M), run on
-//! rayon. A persistent pool can replace `par_iter` here without touching
-//! the kernels.
+//! the host device's persistent pool (`crate::pool`).
 
 use std::ops::Range;
-
-use rayon::prelude::*;
 
 use super::kernels::{KernelLevel, Weights, kernel_level, level_supported, run_tile};
 use super::{QActivations, QMatmulError, QMatrixRef, quantize_activations, vec_dot_type};
@@ -93,9 +90,11 @@ pub(super) fn run(
         );
         return Ok(());
     }
-    let tiles = split(rows, m_rows, row_bytes, rayon::current_num_threads());
+    let pool = crate::pool::global();
+    let tiles = split(rows, m_rows, row_bytes, pool.threads());
     let out_ptr = OutPtr(out.as_mut_ptr());
-    tiles.into_par_iter().for_each(|(n_range, m_range)| {
+    let task = |index: usize| -> crate::Result<()> {
+        let (n_range, m_range) = tiles[index].clone();
         let out_ptr = &out_ptr;
         let mut store = |m: usize, n: usize, v: f32| {
             // SAFETY: `check` sized `out` to m_rows * rows, `m < m_rows` and
@@ -107,8 +106,10 @@ pub(super) fn run(
         run_tile(
             level, &weights, acts, n_range, m_range, single_row, &mut store,
         );
-    });
-    Ok(())
+        Ok(())
+    };
+    pool.run(tiles.len(), &task)
+        .map_err(|err| QMatmulError::Parallel(err.to_string()))
 }
 
 struct OutPtr(*mut f32);
