@@ -68,11 +68,11 @@ fn check<F: QuantFormat>(view: &TensorView<'_>) {
     let xt = Tile::from_vec(&[m, k], x.clone()).unwrap();
     let ggml = dot_t_quant_rhs(&xt, &q).unwrap();
     let expected = ggml_reference::contract(F::GGML, weights, n, &x, k);
-    for i in 0..m {
-        for j in 0..n {
+    for (i, expected_row) in expected.iter().enumerate().take(m) {
+        for (j, want) in expected_row.iter().enumerate().take(n) {
             assert_eq!(
                 ggml.as_slice()[i * n + j].to_bits(),
-                expected[i][j].to_bits(),
+                want.to_bits(),
                 "{} [{i},{j}]",
                 view.name()
             );

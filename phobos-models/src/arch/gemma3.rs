@@ -98,10 +98,7 @@ impl Gemma3 {
         } else {
             1.0 / (head_dim as f32).sqrt()
         };
-        let softcap = match meta.f32_or("final_logit_softcapping", 0.0)? {
-            c if c == 0.0 => None,
-            c => Some(c),
-        };
+        let softcap = Some(meta.f32_or("final_logit_softcapping", 0.0)?).filter(|&c| c != 0.0);
         let n_vocab = super::n_vocab(gguf)?;
         let token_embd = Linear::load(gguf, "token_embd.weight", n_embd, n_vocab)?;
         let output = Linear::load_optional(gguf, "output.weight", n_embd, n_vocab)?
