@@ -10,13 +10,37 @@ use quote::{format_ident, quote};
 use super::expr::private;
 use super::names;
 use super::{GenError, Generator};
-use crate::ir::{Kernel, ParamKind};
+use crate::ir::{Elem, Kernel, ParamKind};
 
 /// Statements that return from `launch_with` when `device` is a CUDA
 /// device; the dims are bound (`__dim_<name>`) before them.
 pub fn cuda_dispatch(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStream, GenError> {
     let p = private();
     let kernel_name = &kernel.name;
+    // The MLIR back end does not lower quantized tensors yet, so such a
+    // kernel has no PTX: on CUDA it is an error naming the parameter.
+    if let Some(param) = kernel.params.iter().find(|param| {
+        matches!(
+            param.kind,
+            ParamKind::Tensor {
+                elem: Elem::Quant(_),
+                ..
+            }
+        )
+    }) {
+        let reason = format!(
+            "kernel `{kernel_name}`: quantized tensor parameter `{}` has no CUDA implementation yet (the host runs it)",
+            param.name
+        );
+        return Ok(quote! {
+            if device.as_cuda().is_some() {
+                return ::core::result::Result::Err(#p::Error::BackendUnavailable {
+                    backend: device.name(),
+                    reason: ::std::string::String::from(#reason),
+                });
+            }
+        });
+    }
     // Only what grid expressions can read: tune values, dims, scalars.
     let mut prelude = TokenStream::new();
     for tune in &kernel.tune {
