@@ -1,11 +1,9 @@
 //! Quantized matrix times activations: `out[m*rows + n] = sum_k x[m*cols + k] * W[n, k]`.
 //!
-//! This is the engine's one entry point for every weight product. Single
-//! rows (decode) run phobos-rt's quantized matmul (`host::qmatmul`: ggml's
-//! numerics, the activations quantized to the format's partner type, SIMD
-//! picked at run time, the host pool's threads); prompt batches and the
-//! formats it has no kernel for run [`matmul_exact`]: each weight row
-//! dequantized to f32 and dotted in f32 with every activation row.
+//! This is the engine's one entry point for every weight product. It runs
+//! [`matmul_exact`]: each weight row dequantized to f32 and dotted in f32
+//! with every activation row (why not yet phobos-rt's fast `host::qmatmul`
+//! is said in `matmul`).
 
 use rayon::prelude::*;
 
@@ -37,8 +35,6 @@ pub enum QMatmulError {
     },
     #[error("matmul: {0}")]
     Quant(#[from] QuantError),
-    #[error("matmul: {0}")]
-    Kernel(#[from] phobos_rt::host::qmatmul::QMatmulError),
 }
 
 impl QMatrixRef<'_> {
@@ -62,25 +58,15 @@ pub fn matmul(
     m_rows: usize,
     out: &mut [f32],
 ) -> Result<(), QMatmulError> {
-    use phobos_rt::host::qmatmul as fast;
-    let fast_ref = fast::QMatrixRef {
-        ty: w.ty,
-        rows: w.rows,
-        cols: w.cols,
-        data: w.data,
-    };
-    // Prompt batches take the exact form for now: with the fast kernels'
-    // batched order (llamafile's), Gemma 3 270M's teacher-forced argmax
-    // left llama.cpp's at a position with a top-2 gap of 0.147
-    // (tests/engine_gemma3.rs), while single rows (decode) match it. Until
-    // that is understood, only decode runs the fast kernels.
-    if m_rows > 1 {
-        return matmul_exact(w, x, m_rows, out);
-    }
-    match fast::matmul_threaded(&fast_ref, x, m_rows, out) {
-        Err(fast::QMatmulError::UnsupportedWeight { .. }) => matmul_exact(w, x, m_rows, out),
-        result => Ok(result?),
-    }
+    // The exact form, for now. phobos-rt's fast kernels (`host::qmatmul`,
+    // ggml's integer numerics, bit-exact with ggml's own vec_dot) left
+    // llama.cpp's argmax on the Gemma 3 270M goldens (tests/engine_gemma3.rs:
+    // case 5 position 15, top-2 gap 0.147; case 9 free-running at token 2)
+    // whether prompt rows ran batched or one at a time, while this form
+    // matches llama.cpp at every clear position. Running them for decode
+    // only would make a split prompt differ from a whole one. Until the
+    // difference from llama.cpp is understood, the engine stays exact.
+    matmul_exact(w, x, m_rows, out)
 }
 
 /// The exact f32 form: every weight row dequantized, dotted in f32.
@@ -204,7 +190,7 @@ mod tests {
         let mut out = vec![0f32; 1];
         assert!(matches!(
             matmul(&w, &[0.0; 31], 1, &mut out),
-            Err(QMatmulError::Shape { .. } | QMatmulError::Kernel(_))
+            Err(QMatmulError::Shape { .. })
         ));
     }
 }
