@@ -1,18 +1,19 @@
 //! Gemma 3 270M's matmuls in its Q4_K_M file's formats, through
-//! `phobos_rt::host::qmatmul`, next to ggml's `test-backend-ops perf` for
-//! the same shapes and types in the same run.
+//! `phobos_rt::host::qmatmul`, next to ggml's own MUL_MAT for the same
+//! shapes, types and thread count in the same run.
 //!
 //! Each phobos case rotates through copies of the weight (`pool_mib` in
 //! all, larger than the L3) so every call streams its weights from memory;
-//! `pool_mib = 0` keeps one copy, cache-warm like test-backend-ops, which
-//! reruns one tensor. test-backend-ops takes the shapes from a test file
-//! (`--test-file`, one MUL_MAT per line) and runs the CPU backend with
-//! `hardware_concurrency / 2` threads, which it does not let a caller
-//! change; its column is filled only for that thread count.
+//! `pool_mib = 0` keeps one copy, cache-warm like ggml's side, which reruns
+//! one tensor. ggml's side is scripts/ggml-vecdot/mulmat_bench.c (built by
+//! `build-bench.sh`): ggml's CPU backend at a chosen thread count on a
+//! persistent threadpool, plain buffers (no weight repacking, llama.cpp's
+//! `--no-repack`). Both sides report the median call.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::process::Command;
+use std::io::Write as _;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -39,7 +40,9 @@ pub struct Options {
     /// Activation rows (tokens) to measure.
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 512])]
     pub m: Vec<usize>,
-    /// Thread counts for phobos (a rayon pool of each size).
+    /// Thread counts. 1 runs `matmul` on the calling thread; more runs
+    /// `matmul_threaded` on the host pool, which must have that many
+    /// threads (`PHOBOS_THREADS`).
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2])]
     pub threads: Vec<usize>,
     /// MiB of weight copies each phobos case rotates through (0: one copy).
@@ -48,8 +51,9 @@ pub struct Options {
     /// Minimum measuring time per case.
     #[arg(long, default_value_t = 300)]
     pub min_time_ms: u64,
-    /// llama.cpp's test-backend-ops; the ggml column is empty when absent.
-    #[arg(long, default_value = "/tmp/lcp/build/bin/test-backend-ops")]
+    /// ggml's MUL_MAT harness (scripts/ggml-vecdot/build-bench.sh); the
+    /// ggml column is empty when absent.
+    #[arg(long, default_value = "target/ggml-mulmat-bench")]
     pub ggml: PathBuf,
     /// Only these shapes, by name (q, k, v, o, gate, up, down, output).
     #[arg(long, value_delimiter = ',')]
@@ -65,16 +69,15 @@ pub struct Row {
     pub k: usize,
     pub m: usize,
     pub threads: usize,
+    /// Median wall-clock microseconds per call.
     pub us: f64,
+    /// Median process CPU microseconds per call (all threads).
+    pub cpu_us: f64,
     pub weight_gbs: f64,
     pub gmacs: f64,
-    /// ggml's microseconds for the same case, at `ggml_threads`.
-    pub ggml_us: Option<f64>,
-}
-
-/// Threads test-backend-ops gives the CPU backend.
-pub fn ggml_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+    /// ggml's median (wall, CPU) microseconds for the same case and thread
+    /// count.
+    pub ggml_us: Option<(f64, f64)>,
 }
 
 pub fn run(opts: &Options) -> Result<Vec<Row>> {
@@ -82,26 +85,29 @@ pub fn run(opts: &Options) -> Result<Vec<Row>> {
         .iter()
         .filter(|s| opts.only.is_empty() || opts.only.iter().any(|name| name == s.0))
         .collect();
-    let ggml = ggml_times(opts, &shapes)?;
+    for &threads in &opts.threads {
+        let pool_threads = phobos_rt::pool::global().threads();
+        if threads > 1 && threads != pool_threads {
+            bail!(
+                "--threads {threads}: the host pool has {pool_threads} threads; set PHOBOS_THREADS={threads}"
+            );
+        }
+    }
     let mut rows = Vec::new();
-    for (index, &&(name, ty, n, k)) in shapes.iter().enumerate() {
+    for &&(name, ty, n, k) in &shapes {
         let copies = weight_copies(ty, n, k, opts.pool_mib)?;
-        for (mi, &m) in opts.m.iter().enumerate() {
+        for &m in &opts.m {
             let x: Vec<f32> = (0..m * k)
                 .map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0)
                 .collect();
             let mut out = vec![0.0f32; m * n];
             for &threads in &opts.threads {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .context("building the rayon pool")?;
-                let secs =
-                    pool.install(|| time_calls(opts, &copies, ty, n, k, &x, m, threads, &mut out))?;
+                // ggml right before phobos, case by case, so both see the
+                // same load on a shared machine.
+                let ggml_us = ggml_time(opts, ty, n, k, m, threads)?;
+                let (secs, cpu_secs) =
+                    time_calls(opts, &copies, ty, n, k, &x, m, threads, &mut out)?;
                 let weight_bytes = copies[0].len() as f64;
-                let ggml_us = (threads == ggml_threads())
-                    .then(|| ggml.as_ref().map(|t| t[index * opts.m.len() + mi]))
-                    .flatten();
                 rows.push(Row {
                     name,
                     ty,
@@ -110,6 +116,7 @@ pub fn run(opts: &Options) -> Result<Vec<Row>> {
                     m,
                     threads,
                     us: secs * 1e6,
+                    cpu_us: cpu_secs * 1e6,
                     weight_gbs: weight_bytes / secs / 1e9,
                     gmacs: (m * n * k) as f64 / secs / 1e9,
                     ggml_us,
@@ -150,7 +157,7 @@ fn time_calls(
     m: usize,
     threads: usize,
     out: &mut [f32],
-) -> Result<f64> {
+) -> Result<(f64, f64)> {
     let call = |data: &[u8], out: &mut [f32]| -> Result<()> {
         let w = QMatrixRef {
             ty,
@@ -168,85 +175,98 @@ fn time_calls(
     call(&copies[0], out)?;
     let min_time = Duration::from_millis(opts.min_time_ms);
     let start = Instant::now();
-    let mut calls = 0usize;
-    while calls < 2 || start.elapsed() < min_time {
-        call(&copies[calls % copies.len()], out)?;
-        calls += 1;
+    let mut times = Vec::new();
+    let mut cpu_times = Vec::new();
+    while times.len() < 3 || start.elapsed() < min_time {
+        let (t0, c0) = (Instant::now(), process_cpu_secs());
+        call(&copies[times.len() % copies.len()], out)?;
+        cpu_times.push(process_cpu_secs() - c0);
+        times.push(t0.elapsed().as_secs_f64());
     }
-    Ok(start.elapsed().as_secs_f64() / calls as f64)
+    // The median call: on a shared machine a mean is decided by stalls.
+    times.sort_by(f64::total_cmp);
+    cpu_times.sort_by(f64::total_cmp);
+    Ok((times[times.len() / 2], cpu_times[cpu_times.len() / 2]))
 }
 
-/// ggml's microseconds per case, in `shapes` x `opts.m` order, or None when
-/// the binary is absent.
-fn ggml_times(
+/// CPU seconds used by this process so far (every thread).
+fn process_cpu_secs() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if status != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// ggml's median microseconds for one case at `threads`, or None when
+/// the harness is absent.
+fn ggml_time(
     opts: &Options,
-    shapes: &[&(&str, GgmlType, usize, usize)],
-) -> Result<Option<Vec<f64>>> {
+    ty: GgmlType,
+    n: usize,
+    k: usize,
+    m: usize,
+    threads: usize,
+) -> Result<Option<(f64, f64)>> {
     if !opts.ggml.exists() {
+        tracing::warn!(path = %opts.ggml.display(), "no ggml harness; the ggml column stays empty");
         return Ok(None);
     }
-    let mut file = String::new();
-    for &&(_, ty, n, k) in shapes {
-        let info = ty.info();
-        let row_bytes = k / info.block_len * info.block_bytes;
-        for &m in &opts.m {
-            // op MUL_MAT (29), dst f32 [n, m], no params, two sources with
-            // their strides: the weight [k, n] and f32 activations [k, m].
-            writeln!(
-                file,
-                "29 0 {n} {m} 1 1 0 2 {} {k} {n} 1 1 {} {row_bytes} {} {} 0 {k} {m} 1 1 4 {} {} {} -",
-                ty.id(),
-                info.block_bytes,
-                row_bytes * n,
-                row_bytes * n,
-                4 * k,
-                4 * k * m,
-                4 * k * m,
-            )?;
-        }
-    }
-    let path =
-        std::env::temp_dir().join(format!("phobos-kbench-qmatmul-{}.txt", std::process::id()));
-    std::fs::write(&path, file).with_context(|| format!("writing {}", path.display()))?;
-    let output = Command::new(&opts.ggml)
-        .args(["perf", "-b", "CPU", "--test-file"])
-        .arg(&path)
-        .output()
+    let mut child = Command::new(&opts.ggml)
+        .args([threads.to_string(), opts.min_time_ms.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
         .with_context(|| format!("running {}", opts.ggml.display()))?;
-    let _ = std::fs::remove_file(&path);
+    child
+        .stdin
+        .take()
+        .context("the harness's stdin")?
+        .write_all(format!("{} {n} {k} {m}\n", ty.id()).as_bytes())
+        .context("writing the case to the harness")?;
+    let output = child.wait_with_output().context("waiting for the harness")?;
     let text = String::from_utf8_lossy(&output.stdout);
-    let times: Vec<f64> = text
-        .lines()
-        .filter(|l| l.contains("MUL_MAT(") && l.contains("us/run"))
-        .filter_map(|l| {
-            let before = l.split(" us/run").next()?;
-            before.rsplit(' ').next()?.trim().parse().ok()
-        })
-        .collect();
-    if times.len() != shapes.len() * opts.m.len() {
-        bail!(
-            "test-backend-ops reported {} MUL_MAT times, expected {}:\n{text}",
-            times.len(),
-            shapes.len() * opts.m.len()
-        );
+    let time = text.lines().find_map(|l| {
+        let mut fields = l.split_whitespace().skip(4);
+        let wall: f64 = fields.next()?.parse().ok()?;
+        let cpu: f64 = fields.next()?.parse().ok()?;
+        Some((wall, cpu))
+    });
+    match time {
+        Some(us) if output.status.success() => Ok(Some(us)),
+        _ => bail!(
+            "the ggml harness ({}) gave no time for {ty} {n}x{k} m={m}:\n{text}",
+            output.status
+        ),
     }
-    Ok(Some(times))
 }
 
-/// The Markdown table of `rows`.
+/// The Markdown table of `rows`: wall-clock medians and their ratio, then
+/// CPU-time medians and theirs (the work done, which a loaded machine does
+/// not inflate the way it inflates wall time).
 pub fn markdown(rows: &[Row]) -> String {
     let mut s = String::from(
-        "| op | type | N x K | M | threads | phobos us | weight GB/s | GMAC/s | ggml us | phobos / ggml speed |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "| op | type | N x K | M | threads | phobos us | ggml us | speed vs ggml | phobos CPU us | ggml CPU us | CPU-time ratio | GMAC/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
-        let (ggml, ratio) = match r.ggml_us {
-            Some(g) => (format!("{g:.1}"), format!("{:.2}x", g / r.us)),
-            None => ("-".into(), "-".into()),
+        let (ggml, ratio, ggml_cpu, cpu_ratio) = match r.ggml_us {
+            Some((wall, cpu)) => (
+                format!("{wall:.1}"),
+                format!("{:.2}x", wall / r.us),
+                format!("{cpu:.1}"),
+                format!("{:.2}x", cpu / r.cpu_us),
+            ),
+            None => ("-".into(), "-".into(), "-".into(), "-".into()),
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {}x{} | {} | {} | {:.1} | {:.2} | {:.1} | {} | {} |",
-            r.name, r.ty, r.n, r.k, r.m, r.threads, r.us, r.weight_gbs, r.gmacs, ggml, ratio
+            "| {} | {} | {}x{} | {} | {} | {:.1} | {} | {} | {:.1} | {} | {} | {:.1} |",
+            r.name, r.ty, r.n, r.k, r.m, r.threads, r.us, ggml, ratio, r.cpu_us, ggml_cpu, cpu_ratio, r.gmacs
         );
     }
     s

@@ -35,6 +35,35 @@ pub struct QActivations {
     cols: usize,
     blocks: Vec<u8>,
     floats: Vec<f32>,
+    /// Q8_0 / Q8_1: each block's f16 scale as f32 (what the kernels
+    /// multiply), so a tile reads it without converting per weight row.
+    scales: Vec<f32>,
+    /// Q8_0: per block, eight i32 lanes, lane `l` minus the sum of levels
+    /// `4l..4l+4`. The VNNI kernels multiply offset-binary weights
+    /// (`level + 2^s`, unsigned) and add `lane_sums << s` to get back the
+    /// signed lane sums exactly.
+    neg_lane_sums: Vec<i32>,
+}
+
+/// The per-block data the fast kernels read besides the levels.
+fn block_extras(ty: GgmlType, blocks: &[u8]) -> (Vec<f32>, Vec<i32>) {
+    let (bytes, levels_at) = match ty {
+        GgmlType::Q8_0 => (Q8_0_BYTES, 2),
+        GgmlType::Q8_1 => (Q8_1_BYTES, 4),
+        _ => return (Vec::new(), Vec::new()),
+    };
+    let count = blocks.len() / bytes;
+    let mut scales = Vec::with_capacity(count);
+    let mut sums = Vec::with_capacity(if ty == GgmlType::Q8_0 { 8 * count } else { 0 });
+    for block in blocks.chunks_exact(bytes) {
+        scales.push(f16::from_bits(u16::from_le_bytes([block[0], block[1]])).to_f32());
+        if ty == GgmlType::Q8_0 {
+            for four in block[levels_at..levels_at + 32].chunks_exact(4) {
+                sums.push(-four.iter().map(|&q| i32::from(q as i8)).sum::<i32>());
+            }
+        }
+    }
+    (scales, sums)
 }
 
 impl QActivations {
@@ -76,12 +105,15 @@ impl QActivations {
                 return Err(QMatmulError::ActivationLevel { block: index });
             }
         }
+        let (scales, neg_lane_sums) = block_extras(ty, &blocks);
         Ok(Self {
             ty,
             m_rows,
             cols,
             blocks,
             floats: Vec::new(),
+            scales,
+            neg_lane_sums,
         })
     }
 
@@ -110,6 +142,23 @@ impl QActivations {
         &self.blocks[m * len..(m + 1) * len]
     }
 
+    /// Blocks per row.
+    pub(super) fn row_block_count(&self) -> usize {
+        self.cols / self.ty.info().block_len
+    }
+
+    /// Q8_0 / Q8_1: the f32 scales of row `m`'s blocks.
+    pub(super) fn row_scales(&self, m: usize) -> &[f32] {
+        let len = self.row_block_count();
+        &self.scales[m * len..(m + 1) * len]
+    }
+
+    /// Q8_0: the negated lane sums of row `m`'s blocks, eight per block.
+    pub(super) fn row_neg_lane_sums(&self, m: usize) -> &[i32] {
+        let len = 8 * self.row_block_count();
+        &self.neg_lane_sums[m * len..(m + 1) * len]
+    }
+
     pub(super) fn row_floats(&self, m: usize) -> &[f32] {
         &self.floats[m * self.cols..(m + 1) * self.cols]
     }
@@ -122,6 +171,27 @@ pub fn quantize_activations(
     x: &[f32],
     m_rows: usize,
     cols: usize,
+) -> Result<QActivations, QMatmulError> {
+    quantize_activations_on(weight_ty, x, m_rows, cols, false)
+}
+
+/// [`quantize_activations`], with prompt-sized batches split over the host
+/// pool when `threaded`.
+pub fn quantize_activations_threaded(
+    weight_ty: GgmlType,
+    x: &[f32],
+    m_rows: usize,
+    cols: usize,
+) -> Result<QActivations, QMatmulError> {
+    quantize_activations_on(weight_ty, x, m_rows, cols, true)
+}
+
+fn quantize_activations_on(
+    weight_ty: GgmlType,
+    x: &[f32],
+    m_rows: usize,
+    cols: usize,
+    threaded: bool,
 ) -> Result<QActivations, QMatmulError> {
     let ty = vec_dot_type(weight_ty).ok_or(QMatmulError::UnsupportedWeight { ty: weight_ty })?;
     let expected = m_rows.checked_mul(cols);
@@ -141,34 +211,87 @@ pub fn quantize_activations(
             block_len,
         });
     }
-    let mut blocks = Vec::new();
-    let mut floats = Vec::new();
-    match ty {
-        GgmlType::F32 => floats.extend_from_slice(x),
-        GgmlType::Q8_0 => {
-            blocks.reserve(x.len() / 32 * Q8_0_BYTES);
-            for chunk in x.chunks_exact(32) {
-                quantize_block_q8_0_x86(chunk, &mut blocks);
-            }
-        }
-        GgmlType::Q8_1 => {
-            blocks.reserve(x.len() / 32 * Q8_1_BYTES);
-            for chunk in x.chunks_exact(32) {
-                quantize_block_q8_1_x86(chunk, &mut blocks);
-            }
-        }
-        _ => {
-            blocks.reserve(x.len() / QK_K * Q8_K_BYTES);
-            phobos_quant::quantize(GgmlType::Q8_K, x, &mut blocks)?;
-        }
-    }
+    let (blocks, floats) = if ty == GgmlType::F32 {
+        (Vec::new(), x.to_vec())
+    } else if threaded && m_rows >= PARALLEL_MIN_ROWS {
+        (quantize_rows_threaded(ty, x, m_rows, cols)?, Vec::new())
+    } else {
+        let mut blocks = Vec::new();
+        quantize_rows(ty, x, &mut blocks)?;
+        (blocks, Vec::new())
+    };
+    let (scales, neg_lane_sums) = block_extras(ty, &blocks);
     Ok(QActivations {
         ty,
         m_rows,
         cols,
         blocks,
         floats,
+        scales,
+        neg_lane_sums,
     })
+}
+
+/// Fewest activation rows worth quantizing on the pool.
+const PARALLEL_MIN_ROWS: usize = 16;
+
+/// Appends `x` (whole blocks) quantized to partner type `ty`.
+fn quantize_rows(ty: GgmlType, x: &[f32], blocks: &mut Vec<u8>) -> Result<(), QMatmulError> {
+    match ty {
+        GgmlType::Q8_0 => {
+            blocks.reserve(x.len() / 32 * Q8_0_BYTES);
+            for chunk in x.chunks_exact(32) {
+                quantize_block_q8_0_x86(chunk, blocks);
+            }
+        }
+        GgmlType::Q8_1 => {
+            blocks.reserve(x.len() / 32 * Q8_1_BYTES);
+            for chunk in x.chunks_exact(32) {
+                quantize_block_q8_1_x86(chunk, blocks);
+            }
+        }
+        _ => {
+            blocks.reserve(x.len() / QK_K * Q8_K_BYTES);
+            phobos_quant::quantize(GgmlType::Q8_K, x, blocks)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`quantize_rows`] of `m_rows` rows split over the host pool.
+fn quantize_rows_threaded(
+    ty: GgmlType,
+    x: &[f32],
+    m_rows: usize,
+    cols: usize,
+) -> Result<Vec<u8>, QMatmulError> {
+    let pool = crate::pool::global();
+    let parts = (4 * pool.threads()).min(m_rows);
+    let rows_per_part = m_rows.div_ceil(parts);
+    let parts = m_rows.div_ceil(rows_per_part);
+    let outputs: Vec<std::sync::Mutex<Result<Vec<u8>, QMatmulError>>> = (0..parts)
+        .map(|_| std::sync::Mutex::new(Ok(Vec::new())))
+        .collect();
+    let task = |part: usize| -> crate::Result<()> {
+        let rows = part * rows_per_part..((part + 1) * rows_per_part).min(m_rows);
+        let mut blocks = Vec::new();
+        let result = quantize_rows(ty, &x[rows.start * cols..rows.end * cols], &mut blocks);
+        let mut slot = outputs[part].lock().unwrap_or_else(|p| p.into_inner());
+        *slot = result.map(|()| blocks);
+        Ok(())
+    };
+    pool.run(parts, &task)
+        .map_err(|err| QMatmulError::Parallel(err.to_string()))?;
+    let mut blocks = Vec::new();
+    for output in outputs {
+        let part = output.into_inner().unwrap_or_else(|p| p.into_inner())?;
+        if blocks.is_empty() {
+            blocks = part;
+        } else {
+            blocks.extend_from_slice(&part);
+        }
+    }
+    Ok(blocks)
 }
 
 /// ggml's AVX quantizer's levels and f32 scale for one 32-value block: the

@@ -15,7 +15,9 @@ pub enum KernelLevel {
     Portable,
     /// AVX2 + FMA + F16C.
     Avx2,
-    /// Avx2, with AVX-512 VNNI `vpdpbusd` for the 32-element formats.
+    /// AVX-512 (F, BW, VL, VNNI): 512-bit kernels for Q4_0, Q5_0, Q8_0,
+    /// IQ4_NL, Q4_K, Q5_K and Q6_K, `vpdpbusd` on 256 bits for Q4_1/Q5_1,
+    /// AVX2 for the other formats.
     Avx512Vnni,
 }
 
@@ -89,16 +91,143 @@ pub(super) fn run_tile(
         }
         return;
     }
+    #[cfg(target_arch = "x86_64")]
+    if level == KernelLevel::Avx512Vnni {
+        if super::x86::has_q32_512(w.ty) {
+            q32_512_tile(w, acts, n_range, m_range, store);
+            return;
+        }
+        if super::x86::has_k_512(w.ty) {
+            for_groups(m_range, |m0, group| match group {
+                4 => k_512_group::<4>(w, acts, m0, n_range.clone(), store),
+                3 => k_512_group::<3>(w, acts, m0, n_range.clone(), store),
+                2 => k_512_group::<2>(w, acts, m0, n_range.clone(), store),
+                _ => k_512_group::<1>(w, acts, m0, n_range.clone(), store),
+            });
+            return;
+        }
+    }
+    for_groups(m_range, |m0, group| match group {
+        4 => simd_group::<4>(level, w, acts, m0, n_range.clone(), store),
+        3 => simd_group::<3>(level, w, acts, m0, n_range.clone(), store),
+        2 => simd_group::<2>(level, w, acts, m0, n_range.clone(), store),
+        _ => simd_group::<1>(level, w, acts, m0, n_range.clone(), store),
+    });
+}
+
+/// Calls `body(m0, group)` for groups of up to four activation rows.
+fn for_groups(m_range: Range<usize>, mut body: impl FnMut(usize, usize)) {
     let mut m = m_range.start;
     while m < m_range.end {
         let group = (m_range.end - m).min(4);
-        match group {
-            4 => simd_group::<4>(level, w, acts, m, n_range.clone(), store),
-            3 => simd_group::<3>(level, w, acts, m, n_range.clone(), store),
-            2 => simd_group::<2>(level, w, acts, m, n_range.clone(), store),
-            _ => simd_group::<1>(level, w, acts, m, n_range.clone(), store),
-        }
+        body(m, group);
         m += group;
+    }
+}
+
+/// The AVX-512 tile for Q4_0/Q5_0/Q8_0/IQ4_NL: four weight rows (two
+/// pairs) times up to four activation rows per pass.
+#[cfg(target_arch = "x86_64")]
+fn q32_512_tile(
+    w: &Weights<'_>,
+    acts: &QActivations,
+    n_range: Range<usize>,
+    m_range: Range<usize>,
+    store: &mut impl FnMut(usize, usize, f32),
+) {
+    use GgmlType::*;
+    for_groups(m_range, |m0, group| {
+        macro_rules! go {
+            ($f:expr) => {
+                match group {
+                    4 => q32_512_group::<{ $f as u32 }, 4>(w, acts, m0, n_range.clone(), store),
+                    3 => q32_512_group::<{ $f as u32 }, 3>(w, acts, m0, n_range.clone(), store),
+                    2 => q32_512_group::<{ $f as u32 }, 2>(w, acts, m0, n_range.clone(), store),
+                    _ => q32_512_group::<{ $f as u32 }, 1>(w, acts, m0, n_range.clone(), store),
+                }
+            };
+        }
+        match w.ty {
+            Q4_0 => go!(Q4_0),
+            Q5_0 => go!(Q5_0),
+            IQ4_NL => go!(IQ4_NL),
+            _ => go!(Q8_0),
+        }
+    });
+}
+
+#[cfg(target_arch = "x86_64")]
+fn q32_512_group<const F: u32, const R: usize>(
+    w: &Weights<'_>,
+    acts: &QActivations,
+    m0: usize,
+    n_range: Range<usize>,
+    store: &mut impl FnMut(usize, usize, f32),
+) {
+    use super::x86::{ActRow, q32_rows_512};
+    let a_rows: [ActRow<'_>; R] = std::array::from_fn(|r| ActRow {
+        blocks: acts.row_blocks(m0 + r),
+        scales: acts.row_scales(m0 + r),
+        neg_sums: acts.row_neg_lane_sums(m0 + r),
+    });
+    let mut n = n_range.start;
+    while n < n_range.end {
+        let left = n_range.end - n;
+        // SAFETY: `run_tile` takes this path only at the AVX-512 level, which
+        // the entry points accept only where the CPU supports it; they
+        // checked the activation rows against the weight rows' block count.
+        // A lone last row is paired with itself and its copy dropped.
+        unsafe {
+            if left >= 4 {
+                let out = q32_rows_512::<F, 2, R>(
+                    [[w.row(n), w.row(n + 1)], [w.row(n + 2), w.row(n + 3)]],
+                    a_rows,
+                );
+                for (i, pair) in out.iter().enumerate() {
+                    for (half, values) in pair.iter().enumerate() {
+                        for (r, &value) in values.iter().enumerate() {
+                            store(m0 + r, n + 2 * i + half, value);
+                        }
+                    }
+                }
+                n += 4;
+            } else {
+                let second = if left >= 2 { n + 1 } else { n };
+                let [pair] = q32_rows_512::<F, 1, R>([[w.row(n), w.row(second)]], a_rows);
+                for (half, values) in pair.iter().enumerate().take(second - n + 1) {
+                    for (r, &value) in values.iter().enumerate() {
+                        store(m0 + r, n + half, value);
+                    }
+                }
+                n = second + 1;
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn k_512_group<const R: usize>(
+    w: &Weights<'_>,
+    acts: &QActivations,
+    m0: usize,
+    n_range: Range<usize>,
+    store: &mut impl FnMut(usize, usize, f32),
+) {
+    use super::x86::k_rows_512;
+    use GgmlType::*;
+    let a_rows: [&[u8]; R] = std::array::from_fn(|r| acts.row_blocks(m0 + r));
+    for n in n_range {
+        // SAFETY: as in `q32_512_group`.
+        let values = unsafe {
+            match w.ty {
+                Q4_K => k_rows_512::<{ Q4_K as u32 }, R>(w.row(n), a_rows),
+                Q5_K => k_rows_512::<{ Q5_K as u32 }, R>(w.row(n), a_rows),
+                _ => k_rows_512::<{ Q6_K as u32 }, R>(w.row(n), a_rows),
+            }
+        };
+        for (r, value) in values.into_iter().enumerate() {
+            store(m0 + r, n, value);
+        }
     }
 }
 

@@ -8,7 +8,8 @@
 //!   bytes (e.g. from the GGUF mmap).
 //! - [`matmul`]`(w, x, m_rows, out)`: `out[m*rows + n] = sum_k x[m*cols+k] *
 //!   W[n, k]`. Quantizes `x` once to the format's partner type, then runs
-//!   the integer kernels. [`matmul_threaded`] is the same on rayon.
+//!   the integer kernels. [`matmul_threaded`] is the same on the host pool
+//!   (`crate::pool`, `PHOBOS_THREADS`).
 //! - [`quantize_activations`] + [`matmul_quantized`] /
 //!   [`matmul_quantized_threaded`]: quantize `x` once and reuse it for
 //!   several weights (q/k/v, gate/up) that share `cols` and partner type.
@@ -62,7 +63,9 @@ mod tests_gemma;
 #[cfg(test)]
 mod tests_ggml;
 
-pub use activations::{QActivations, quantize_activations, vec_dot_type};
+pub use activations::{
+    QActivations, quantize_activations, quantize_activations_threaded, vec_dot_type,
+};
 pub use error::QMatmulError;
 pub use kernels::{KernelLevel, kernel_level};
 pub use schedule::{matmul, matmul_quantized, matmul_quantized_threaded, matmul_threaded};

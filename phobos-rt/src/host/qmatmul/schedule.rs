@@ -5,6 +5,7 @@
 use std::ops::Range;
 
 use super::kernels::{KernelLevel, Weights, kernel_level, level_supported, run_tile};
+use super::activations::quantize_activations_threaded;
 use super::{QActivations, QMatmulError, QMatrixRef, quantize_activations, vec_dot_type};
 
 /// Activation rows per tile: 64 quantized rows of a 2048-wide matrix stay
@@ -26,14 +27,14 @@ pub fn matmul(
     matmul_quantized(w, &acts, out)
 }
 
-/// [`matmul`] on rayon's pool.
+/// [`matmul`] on the host pool (`crate::pool`), activations quantized on it too.
 pub fn matmul_threaded(
     w: &QMatrixRef<'_>,
     x: &[f32],
     m_rows: usize,
     out: &mut [f32],
 ) -> Result<(), QMatmulError> {
-    let acts = quantize_activations(w.ty, x, m_rows, w.cols)?;
+    let acts = quantize_activations_threaded(w.ty, x, m_rows, w.cols)?;
     matmul_quantized_threaded(w, &acts, out)
 }
 
@@ -47,7 +48,7 @@ pub fn matmul_quantized(
     run(w, acts, out, false, kernel_level())
 }
 
-/// [`matmul_quantized`] on rayon's pool.
+/// [`matmul_quantized`] on the host pool (`crate::pool`).
 pub fn matmul_quantized_threaded(
     w: &QMatrixRef<'_>,
     acts: &QActivations,

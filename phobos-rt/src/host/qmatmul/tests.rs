@@ -486,6 +486,42 @@ fn x86_activation_quantizer_agrees_with_reference_off_ties() {
 }
 
 #[test]
+fn threaded_activation_quantization_equals_serial() {
+    for (weight_ty, cols) in [
+        (GgmlType::Q5_0, 96),
+        (GgmlType::Q4_1, 64),
+        (GgmlType::Q4_K, 512),
+    ] {
+        for m_rows in [1, 15, 16, 17, 67] {
+            let x = floats(m_rows as u64 + cols as u64, m_rows * cols);
+            let serial = quantize_activations(weight_ty, &x, m_rows, cols).unwrap();
+            let threaded = quantize_activations_threaded(weight_ty, &x, m_rows, cols).unwrap();
+            assert_eq!(serial, threaded, "{weight_ty} m={m_rows}");
+        }
+    }
+}
+
+#[test]
+fn activation_extras_are_the_block_scales_and_lane_sums() {
+    let x = floats(5, 3 * 64);
+    let acts = quantize_activations(GgmlType::Q8_0, &x, 3, 64).unwrap();
+    for m in 0..3 {
+        let blocks = acts.row_blocks(m);
+        for b in 0..2 {
+            let block = &blocks[34 * b..34 * (b + 1)];
+            assert_eq!(acts.row_scales(m)[b].to_bits(), f16_at(block, 0).to_bits());
+            for l in 0..8 {
+                let sum: i32 = block[2 + 4 * l..6 + 4 * l]
+                    .iter()
+                    .map(|&q| i32::from(q as i8))
+                    .sum();
+                assert_eq!(acts.row_neg_lane_sums(m)[8 * b + l], -sum);
+            }
+        }
+    }
+}
+
+#[test]
 fn bad_sizes_and_types_are_errors() {
     let w = weight_bytes(GgmlType::Q8_0, &floats(1, 64));
     let matrix = QMatrixRef {

@@ -4,12 +4,16 @@
 //! grouping and the FMA order (the same as the portable path's) matter.
 
 mod floats;
+mod k_512;
 mod kquants;
 mod legacy;
+mod q32_512;
 
 pub(super) use floats::row_dot_float_avx2;
 pub(super) use kquants::k_rows_avx2;
+pub(super) use k_512::{has_k_512, k_rows_512};
 pub(super) use legacy::{q32_rows_avx2, q32_rows_vnni};
+pub(super) use q32_512::{ActRow, has_q32_512, q32_rows_512};
 
 use std::arch::x86_64::*;
 
@@ -25,6 +29,7 @@ pub(super) fn has_vnni() -> bool {
     has_avx2()
         && is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx512vl")
+        && is_x86_feature_detected!("avx512bw")
         && is_x86_feature_detected!("avx512vnni")
 }
 

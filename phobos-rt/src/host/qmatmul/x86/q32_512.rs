@@ -1,0 +1,188 @@
+//! AVX-512 VNNI kernels for Q4_0, Q5_0, Q8_0 and IQ4_NL (partner Q8_0),
+//! bit-exact with `portable.rs`.
+//!
+//! A 512-bit register holds one 32-element block of two weight rows (row
+//! `2p` in the low 256 bits, row `2p + 1` in the high), so each half keeps
+//! the eight lanes of its own (row, activation row) pair and the per-block
+//! FMA stays one FMA per lane, as ggml's. Weights are unpacked to offset
+//! binary (`level + 2^s`, an unsigned byte, which is what `vpdpbusd` wants)
+//! instead of ggml's sign trick; the dot is seeded with `-2^s` times the
+//! activation's lane sums (precomputed once per launch in `QActivations`),
+//! so every lane is the same exact integer as the signed sum.
+
+use std::arch::x86_64::*;
+
+use phobos_quant::GgmlType;
+
+use super::{load16, load32};
+use crate::host::qmatmul::activations::Q8_0_BYTES;
+use crate::host::qmatmul::portable::KVALUES_IQ4NL;
+
+const Q4_0: u32 = GgmlType::Q4_0 as u32;
+const Q5_0: u32 = GgmlType::Q5_0 as u32;
+const Q8_0: u32 = GgmlType::Q8_0 as u32;
+const IQ4_NL: u32 = GgmlType::IQ4_NL as u32;
+
+/// Whether format `F` has a kernel here.
+pub(in crate::host::qmatmul) const fn has_q32_512(ty: GgmlType) -> bool {
+    matches!(
+        ty,
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 | GgmlType::IQ4_NL
+    )
+}
+
+const fn block_bytes(f: u32) -> usize {
+    match f {
+        Q4_0 | IQ4_NL => 18,
+        Q5_0 => 22,
+        _ => 34,
+    }
+}
+
+/// 16 packed bytes of two blocks to 64 nibbles: per block, low nibbles
+/// (elements 0..16) then high ones (16..32).
+#[inline(always)]
+unsafe fn nibbles_pair(q0: __m128i, q1: __m128i) -> __m512i {
+    // SAFETY: the caller's target features include AVX-512 F/BW.
+    unsafe {
+        let both = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_set_m128i(q0, q0)),
+            _mm256_set_m128i(q1, q1),
+            1,
+        );
+        // 16-bit shift counts: 0 for the low nibbles' 128-bit lanes, 4 for
+        // the high ones'.
+        let fours = 0x0004_0004_0004_0004i64;
+        let counts = _mm512_set_epi64(fours, fours, 0, 0, fours, fours, 0, 0);
+        _mm512_and_si512(_mm512_srlv_epi16(both, counts), _mm512_set1_epi8(0x0F))
+    }
+}
+
+#[inline(always)]
+fn u32_at(bytes: &[u8], offset: usize) -> u32 {
+    u32::from_le_bytes([
+        bytes[offset],
+        bytes[offset + 1],
+        bytes[offset + 2],
+        bytes[offset + 3],
+    ])
+}
+
+/// Blocks `w0` and `w1` (one per weight row) as offset-binary bytes, and
+/// their f32 scales, each repeated over its half.
+#[inline(always)]
+unsafe fn unpack_pair<const F: u32>(w0: &[u8], w1: &[u8]) -> (__m512i, __m512) {
+    // SAFETY: the caller's target features include AVX-512 F/BW and F16C.
+    unsafe {
+        let levels = match F {
+            Q8_0 => {
+                let both = _mm512_inserti64x4(
+                    _mm512_castsi256_si512(load32(&w0[2..])),
+                    load32(&w1[2..]),
+                    1,
+                );
+                _mm512_xor_si512(both, _mm512_set1_epi8(0x80u8 as i8))
+            }
+            Q5_0 => {
+                let nibbles = nibbles_pair(load16(&w0[6..]), load16(&w1[6..]));
+                let fifth = u64::from(u32_at(w0, 2)) | (u64::from(u32_at(w1, 2)) << 32);
+                _mm512_mask_add_epi8(nibbles, fifth, nibbles, _mm512_set1_epi8(16))
+            }
+            IQ4_NL => {
+                let nibbles = nibbles_pair(load16(&w0[2..]), load16(&w1[2..]));
+                let table = load16(&KVALUES_IQ4NL.map(|v| (i16::from(v) + 128) as u8));
+                _mm512_shuffle_epi8(_mm512_broadcast_i32x4(table), nibbles)
+            }
+            // Q4_0: the stored nibble is already level + 8.
+            _ => nibbles_pair(load16(&w0[2..]), load16(&w1[2..])),
+        };
+        let bits = u32::from(u16::from_le_bytes([w0[0], w0[1]]))
+            | (u32::from(u16::from_le_bytes([w1[0], w1[1]])) << 16);
+        let two = _mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32));
+        let index = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+        let scales = _mm512_permutexvar_ps(index, _mm512_castps128_ps512(two));
+        (levels, scales)
+    }
+}
+
+/// The lane sums of one activation block times `-2^s`, in both halves.
+#[inline(always)]
+unsafe fn offset_seed<const F: u32>(neg_sums: &[i32]) -> __m512i {
+    let neg_sums = &neg_sums[..8];
+    // SAFETY: `neg_sums` holds eight readable i32; AVX-512 F is enabled by
+    // the caller.
+    unsafe {
+        let both = _mm512_broadcast_i64x4(_mm256_loadu_si256(neg_sums.as_ptr().cast()));
+        match F {
+            Q4_0 => _mm512_slli_epi32::<3>(both),
+            Q5_0 => _mm512_slli_epi32::<4>(both),
+            _ => _mm512_slli_epi32::<7>(both),
+        }
+    }
+}
+
+/// One activation row as the kernel reads it: Q8_0 blocks, their f32
+/// scales and negated lane sums (`QActivations`).
+#[derive(Clone, Copy)]
+pub(in crate::host::qmatmul) struct ActRow<'a> {
+    pub blocks: &'a [u8],
+    pub scales: &'a [f32],
+    pub neg_sums: &'a [i32],
+}
+
+/// `2P` weight rows (as `P` pairs) of format `F` times `R` activation
+/// rows. Returns `[pair][half][r]`.
+///
+/// # Safety
+/// The CPU must support AVX2, FMA, F16C and AVX-512 F, BW, VL and VNNI.
+/// Every weight row holds the same number of blocks of `F` (one of Q4_0,
+/// Q5_0, Q8_0, IQ4_NL) and each activation row as many Q8_0 blocks.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+// `_mm512_dpbusd_epi32` is stable since Rust 1.89; the workspace declares
+// 1.88 (the lead bumps rust-version at merge).
+#[allow(clippy::incompatible_msrv)]
+pub(in crate::host::qmatmul) fn q32_rows_512<const F: u32, const P: usize, const R: usize>(
+    w_rows: [[&[u8]; 2]; P],
+    acts: [ActRow<'_>; R],
+) -> [[[f32; R]; 2]; P] {
+    let w_bytes = block_bytes(F);
+    let n_blocks = w_rows[0][0].len() / w_bytes;
+    let mut acc = [[_mm512_setzero_ps(); R]; P];
+    for b in 0..n_blocks {
+        let block = b * w_bytes..(b + 1) * w_bytes;
+        let mut levels = [_mm512_setzero_si512(); P];
+        let mut scales = [_mm512_setzero_ps(); P];
+        for p in 0..P {
+            // SAFETY: this function's features cover the helper's.
+            (levels[p], scales[p]) = unsafe {
+                unpack_pair::<F>(&w_rows[p][0][block.clone()], &w_rows[p][1][block.clone()])
+            };
+        }
+        for r in 0..R {
+            let a = &acts[r].blocks[b * Q8_0_BYTES..(b + 1) * Q8_0_BYTES];
+            let a_levels = _mm512_broadcast_i64x4(load32(&a[2..]));
+            // SAFETY: as above.
+            let seed = unsafe { offset_seed::<F>(&acts[r].neg_sums[8 * b..]) };
+            let a_scale = _mm512_set1_ps(acts[r].scales[b]);
+            for p in 0..P {
+                let lanes = _mm512_dpbusd_epi32(seed, levels[p], a_levels);
+                let d = _mm512_mul_ps(scales[p], a_scale);
+                acc[p][r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lanes), acc[p][r]);
+            }
+        }
+    }
+    let mut out = [[[0.0f32; R]; 2]; P];
+    for p in 0..P {
+        for r in 0..R {
+            out[p][0][r] = super::hsum8(_mm512_castps512_ps256(acc[p][r]));
+            out[p][1][r] = super::hsum8(high_half(acc[p][r]));
+        }
+    }
+    out
+}
+
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn high_half(x: __m512) -> __m256 {
+    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))
+}
