@@ -11,14 +11,17 @@
 //! `--no-repack`). Both sides report the median call.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::io::Write as _;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use phobos_quant::GgmlType;
-use phobos_rt::host::qmatmul::{QMatrixRef, matmul, matmul_threaded};
+use phobos_rt::host::qmatmul::{
+    QMatrixRef, matmul, matmul_quantized, matmul_quantized_threaded, matmul_threaded,
+    quantize_activations,
+};
 
 /// Gemma 3 270M: (name, weight type in the Q4_K_M file, rows N, cols K).
 /// v and down come in two types (the file alternates them by layer).
@@ -55,6 +58,10 @@ pub struct Options {
     /// ggml column is empty when absent.
     #[arg(long, default_value = "target/ggml-mulmat-bench")]
     pub ggml: PathBuf,
+    /// Time only the integer kernels (activations quantized once, outside
+    /// the timed calls); the ggml column still times the whole mul_mat.
+    #[arg(long)]
+    pub kernel_only: bool,
     /// Only these shapes, by name (q, k, v, o, gate, up, down, output).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
@@ -158,6 +165,7 @@ fn time_calls(
     threads: usize,
     out: &mut [f32],
 ) -> Result<(f64, f64)> {
+    let acts = quantize_activations(ty, x, m, k)?;
     let call = |data: &[u8], out: &mut [f32]| -> Result<()> {
         let w = QMatrixRef {
             ty,
@@ -165,7 +173,13 @@ fn time_calls(
             cols: k,
             data,
         };
-        if threads == 1 {
+        if opts.kernel_only {
+            if threads == 1 {
+                matmul_quantized(&w, &acts, out)?;
+            } else {
+                matmul_quantized_threaded(&w, &acts, out)?;
+            }
+        } else if threads == 1 {
             matmul(&w, x, m, out)?;
         } else {
             matmul_threaded(&w, x, m, out)?;
@@ -229,7 +243,9 @@ fn ggml_time(
         .context("the harness's stdin")?
         .write_all(format!("{} {n} {k} {m}\n", ty.id()).as_bytes())
         .context("writing the case to the harness")?;
-    let output = child.wait_with_output().context("waiting for the harness")?;
+    let output = child
+        .wait_with_output()
+        .context("waiting for the harness")?;
     let text = String::from_utf8_lossy(&output.stdout);
     let time = text.lines().find_map(|l| {
         let mut fields = l.split_whitespace().skip(4);
@@ -251,7 +267,7 @@ fn ggml_time(
 /// not inflate the way it inflates wall time).
 pub fn markdown(rows: &[Row]) -> String {
     let mut s = String::from(
-        "| op | type | N x K | M | threads | phobos us | ggml us | speed vs ggml | phobos CPU us | ggml CPU us | CPU-time ratio | GMAC/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| op | type | N x K | M | threads | phobos us | ggml us | speed vs ggml | phobos CPU us | ggml CPU us | CPU-time ratio | weight GB/s | GMAC/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let (ggml, ratio, ggml_cpu, cpu_ratio) = match r.ggml_us {
@@ -265,8 +281,21 @@ pub fn markdown(rows: &[Row]) -> String {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {}x{} | {} | {} | {:.1} | {} | {} | {:.1} | {} | {} | {:.1} |",
-            r.name, r.ty, r.n, r.k, r.m, r.threads, r.us, ggml, ratio, r.cpu_us, ggml_cpu, cpu_ratio, r.gmacs
+            "| {} | {} | {}x{} | {} | {} | {:.1} | {} | {} | {:.1} | {} | {} | {:.2} | {:.1} |",
+            r.name,
+            r.ty,
+            r.n,
+            r.k,
+            r.m,
+            r.threads,
+            r.us,
+            ggml,
+            ratio,
+            r.cpu_us,
+            ggml_cpu,
+            cpu_ratio,
+            r.weight_gbs,
+            r.gmacs
         );
     }
     s

@@ -294,9 +294,19 @@ fn quantize_rows_threaded(
     Ok(blocks)
 }
 
+/// [`levels_x86`] on AVX2 where the CPU has it (same bytes, tested).
+fn levels_q8(x: &[f32]) -> ([i8; 32], f32) {
+    #[cfg(target_arch = "x86_64")]
+    if super::kernels::kernel_level() != super::KernelLevel::Portable {
+        // SAFETY: every SIMD kernel level includes AVX2.
+        return unsafe { super::x86::levels_q8_avx2(x) };
+    }
+    levels_x86(x)
+}
+
 /// ggml's AVX quantizer's levels and f32 scale for one 32-value block: the
 /// multiplier is `127 / amax` (not `1 / d`) and rounding is half to even.
-fn levels_x86(x: &[f32]) -> ([i8; 32], f32) {
+pub(super) fn levels_x86(x: &[f32]) -> ([i8; 32], f32) {
     let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     let d = amax / 127.0;
     let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
@@ -309,13 +319,13 @@ fn levels_x86(x: &[f32]) -> ([i8; 32], f32) {
 }
 
 fn quantize_block_q8_0_x86(x: &[f32], out: &mut Vec<u8>) {
-    let (levels, d) = levels_x86(x);
+    let (levels, d) = levels_q8(x);
     out.extend_from_slice(&f16::from_f32(d).to_bits().to_le_bytes());
     out.extend(levels.iter().map(|&q| q as u8));
 }
 
 fn quantize_block_q8_1_x86(x: &[f32], out: &mut Vec<u8>) {
-    let (levels, d) = levels_x86(x);
+    let (levels, d) = levels_q8(x);
     let sum: i32 = levels.iter().map(|&q| i32::from(q)).sum();
     out.extend_from_slice(&f16::from_f32(d).to_bits().to_le_bytes());
     out.extend_from_slice(&f16::from_f32(d * sum as f32).to_bits().to_le_bytes());

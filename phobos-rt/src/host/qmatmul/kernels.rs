@@ -116,17 +116,22 @@ pub(super) fn run_tile(
 }
 
 /// Calls `body(m0, group)` for groups of up to four activation rows.
-fn for_groups(m_range: Range<usize>, mut body: impl FnMut(usize, usize)) {
+fn for_groups(m_range: Range<usize>, body: impl FnMut(usize, usize)) {
+    for_groups_of(4, m_range, body);
+}
+
+/// Calls `body(m0, group)` for groups of up to `max` activation rows.
+fn for_groups_of(max: usize, m_range: Range<usize>, mut body: impl FnMut(usize, usize)) {
     let mut m = m_range.start;
     while m < m_range.end {
-        let group = (m_range.end - m).min(4);
+        let group = (m_range.end - m).min(max);
         body(m, group);
         m += group;
     }
 }
 
 /// The AVX-512 tile for Q4_0/Q5_0/Q8_0/IQ4_NL: four weight rows (two
-/// pairs) times up to four activation rows per pass.
+/// pairs) times up to eight activation rows per pass (16 accumulators).
 #[cfg(target_arch = "x86_64")]
 fn q32_512_tile(
     w: &Weights<'_>,
@@ -136,10 +141,14 @@ fn q32_512_tile(
     store: &mut impl FnMut(usize, usize, f32),
 ) {
     use GgmlType::*;
-    for_groups(m_range, |m0, group| {
+    for_groups_of(8, m_range, |m0, group| {
         macro_rules! go {
             ($f:expr) => {
                 match group {
+                    8 => q32_512_group::<{ $f as u32 }, 8>(w, acts, m0, n_range.clone(), store),
+                    7 => q32_512_group::<{ $f as u32 }, 7>(w, acts, m0, n_range.clone(), store),
+                    6 => q32_512_group::<{ $f as u32 }, 6>(w, acts, m0, n_range.clone(), store),
+                    5 => q32_512_group::<{ $f as u32 }, 5>(w, acts, m0, n_range.clone(), store),
                     4 => q32_512_group::<{ $f as u32 }, 4>(w, acts, m0, n_range.clone(), store),
                     3 => q32_512_group::<{ $f as u32 }, 3>(w, acts, m0, n_range.clone(), store),
                     2 => q32_512_group::<{ $f as u32 }, 2>(w, acts, m0, n_range.clone(), store),

@@ -4,8 +4,8 @@
 
 use std::ops::Range;
 
-use super::kernels::{KernelLevel, Weights, kernel_level, level_supported, run_tile};
 use super::activations::quantize_activations_threaded;
+use super::kernels::{KernelLevel, Weights, kernel_level, level_supported, run_tile};
 use super::{QActivations, QMatmulError, QMatrixRef, quantize_activations, vec_dot_type};
 
 /// Activation rows per tile: 64 quantized rows of a 2048-wide matrix stay

@@ -485,6 +485,31 @@ fn x86_activation_quantizer_agrees_with_reference_off_ties() {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn simd_q8_quantizer_equals_the_plain_one() {
+    if kernel_level() == KernelLevel::Portable {
+        return;
+    }
+    let mut blocks: Vec<Vec<f32>> = (0..2000).map(|seed| floats(seed, 32)).collect();
+    blocks.push(vec![0.0; 32]);
+    // Exact ties after scaling: amax 127 makes the multiplier 1.
+    blocks.push(
+        (0..32)
+            .map(|i| if i == 0 { 127.0 } else { i as f32 - 15.5 })
+            .collect(),
+    );
+    blocks.push((0..32).map(|i| (i as f32 - 16.0) * 1e-30).collect());
+    blocks.push((0..32).map(|i| (i as f32 - 16.0) * 2e37).collect());
+    for x in &blocks {
+        let plain = super::activations::levels_x86(x);
+        // SAFETY: the level is not Portable, so the CPU has AVX2.
+        let simd = unsafe { super::x86::levels_q8_avx2(x) };
+        assert_eq!(plain.0, simd.0, "{x:?}");
+        assert_eq!(plain.1.to_bits(), simd.1.to_bits(), "{x:?}");
+    }
+}
+
 #[test]
 fn threaded_activation_quantization_equals_serial() {
     for (weight_ty, cols) in [

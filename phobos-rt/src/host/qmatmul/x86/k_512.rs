@@ -115,10 +115,8 @@ unsafe fn unpack<const F: u32>(w: &[u8]) -> Unpacked {
                         for half in 0..2 {
                             let chunk = 2 * j + half;
                             let bit = _mm256_set1_epi8(1 << chunk);
-                            let hits = _mm256_cmpeq_epi8(
-                                _mm256_and_si256(super::load32(qh), bit),
-                                bit,
-                            );
+                            let hits =
+                                _mm256_cmpeq_epi8(_mm256_and_si256(super::load32(qh), bit), bit);
                             fifth |= u64::from(_mm256_movemask_epi8(hits) as u32) << (32 * half);
                         }
                         *level = _mm512_mask_add_epi8(*level, fifth, *level, _mm512_set1_epi8(16));
@@ -244,7 +242,8 @@ pub(in crate::host::qmatmul) fn k_rows_512<const F: u32, const R: usize>(
                 let prod = _mm_madd_epi16(_mm256_castsi256_si128(u.extra), pair_sums);
                 let dmin = -yd * u.dmin;
                 if F == Q4_K {
-                    acc_mins[r] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_mins[r]);
+                    acc_mins[r] =
+                        _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_mins[r]);
                 } else {
                     let total = _mm_hadd_epi32(_mm_hadd_epi32(prod, prod), prod);
                     let total = _mm_cvtsi128_si32(total);

@@ -14,7 +14,6 @@ use std::arch::x86_64::*;
 
 use phobos_quant::GgmlType;
 
-use super::{load16, load32};
 use crate::host::qmatmul::activations::Q8_0_BYTES;
 use crate::host::qmatmul::portable::KVALUES_IQ4NL;
 
@@ -58,61 +57,70 @@ unsafe fn nibbles_pair(q0: __m128i, q1: __m128i) -> __m512i {
     }
 }
 
+/// Blocks at `w0` and `w1` (one per weight row) as offset-binary bytes,
+/// and their f32 scales, each repeated over its half.
+///
+/// # Safety
+/// Both pointers start a whole block of `F`; AVX-512 F/BW and F16C.
 #[inline(always)]
-fn u32_at(bytes: &[u8], offset: usize) -> u32 {
-    u32::from_le_bytes([
-        bytes[offset],
-        bytes[offset + 1],
-        bytes[offset + 2],
-        bytes[offset + 3],
-    ])
-}
-
-/// Blocks `w0` and `w1` (one per weight row) as offset-binary bytes, and
-/// their f32 scales, each repeated over its half.
-#[inline(always)]
-unsafe fn unpack_pair<const F: u32>(w0: &[u8], w1: &[u8]) -> (__m512i, __m512) {
-    // SAFETY: the caller's target features include AVX-512 F/BW and F16C.
+unsafe fn unpack_pair<const F: u32>(w0: *const u8, w1: *const u8) -> (__m512i, __m512) {
+    // SAFETY: the caller's contract: readable blocks, the CPU features.
     unsafe {
+        let load16 = |p: *const u8| _mm_loadu_si128(p.cast());
         let levels = match F {
             Q8_0 => {
                 let both = _mm512_inserti64x4(
-                    _mm512_castsi256_si512(load32(&w0[2..])),
-                    load32(&w1[2..]),
+                    _mm512_castsi256_si512(_mm256_loadu_si256(w0.add(2).cast())),
+                    _mm256_loadu_si256(w1.add(2).cast()),
                     1,
                 );
                 _mm512_xor_si512(both, _mm512_set1_epi8(0x80u8 as i8))
             }
             Q5_0 => {
-                let nibbles = nibbles_pair(load16(&w0[6..]), load16(&w1[6..]));
-                let fifth = u64::from(u32_at(w0, 2)) | (u64::from(u32_at(w1, 2)) << 32);
+                let nibbles = nibbles_pair(load16(w0.add(6)), load16(w1.add(6)));
+                let fifth0 = std::ptr::read_unaligned(w0.add(2).cast::<u32>());
+                let fifth1 = std::ptr::read_unaligned(w1.add(2).cast::<u32>());
+                let fifth =
+                    u64::from(u32::from_le(fifth0)) | (u64::from(u32::from_le(fifth1)) << 32);
                 _mm512_mask_add_epi8(nibbles, fifth, nibbles, _mm512_set1_epi8(16))
             }
             IQ4_NL => {
-                let nibbles = nibbles_pair(load16(&w0[2..]), load16(&w1[2..]));
-                let table = load16(&KVALUES_IQ4NL.map(|v| (i16::from(v) + 128) as u8));
+                let nibbles = nibbles_pair(load16(w0.add(2)), load16(w1.add(2)));
+                let table = load16(KVALUES_IQ4NL_OFFSET.as_ptr());
                 _mm512_shuffle_epi8(_mm512_broadcast_i32x4(table), nibbles)
             }
             // Q4_0: the stored nibble is already level + 8.
-            _ => nibbles_pair(load16(&w0[2..]), load16(&w1[2..])),
+            _ => nibbles_pair(load16(w0.add(2)), load16(w1.add(2))),
         };
-        let bits = u32::from(u16::from_le_bytes([w0[0], w0[1]]))
-            | (u32::from(u16::from_le_bytes([w1[0], w1[1]])) << 16);
-        let two = _mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32));
+        let d0 = u32::from(u16::from_le(std::ptr::read_unaligned(w0.cast::<u16>())));
+        let d1 = u32::from(u16::from_le(std::ptr::read_unaligned(w1.cast::<u16>())));
+        let two = _mm_cvtph_ps(_mm_cvtsi32_si128((d0 | (d1 << 16)) as i32));
         let index = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
         let scales = _mm512_permutexvar_ps(index, _mm512_castps128_ps512(two));
         (levels, scales)
     }
 }
 
+/// IQ4_NL's levels plus 128 (offset binary).
+const KVALUES_IQ4NL_OFFSET: [u8; 16] = {
+    let mut table = [0u8; 16];
+    let mut i = 0;
+    while i < 16 {
+        table[i] = (KVALUES_IQ4NL[i] as i16 + 128) as u8;
+        i += 1;
+    }
+    table
+};
+
 /// The lane sums of one activation block times `-2^s`, in both halves.
+///
+/// # Safety
+/// `neg_sums` points at eight readable i32; AVX-512 F.
 #[inline(always)]
-unsafe fn offset_seed<const F: u32>(neg_sums: &[i32]) -> __m512i {
-    let neg_sums = &neg_sums[..8];
-    // SAFETY: `neg_sums` holds eight readable i32; AVX-512 F is enabled by
-    // the caller.
+unsafe fn offset_seed<const F: u32>(neg_sums: *const i32) -> __m512i {
+    // SAFETY: the caller's contract.
     unsafe {
-        let both = _mm512_broadcast_i64x4(_mm256_loadu_si256(neg_sums.as_ptr().cast()));
+        let both = _mm512_broadcast_i64x4(_mm256_loadu_si256(neg_sums.cast()));
         match F {
             Q4_0 => _mm512_slli_epi32::<3>(both),
             Q5_0 => _mm512_slli_epi32::<4>(both),
@@ -146,24 +154,48 @@ pub(in crate::host::qmatmul) fn q32_rows_512<const F: u32, const P: usize, const
     acts: [ActRow<'_>; R],
 ) -> [[[f32; R]; 2]; P] {
     let w_bytes = block_bytes(F);
-    let n_blocks = w_rows[0][0].len() / w_bytes;
+    // Every pointer below stays inside the first `n_blocks` blocks of its
+    // row, so the reads are in bounds whatever the slices' lengths.
+    let mut n_blocks = usize::MAX;
+    for pair in &w_rows {
+        for row in pair {
+            n_blocks = n_blocks.min(row.len() / w_bytes);
+        }
+    }
+    for act in &acts {
+        n_blocks = n_blocks
+            .min(act.blocks.len() / Q8_0_BYTES)
+            .min(act.scales.len())
+            .min(act.neg_sums.len() / 8);
+    }
+    if n_blocks == usize::MAX {
+        n_blocks = 0;
+    }
     let mut acc = [[_mm512_setzero_ps(); R]; P];
     for b in 0..n_blocks {
-        let block = b * w_bytes..(b + 1) * w_bytes;
         let mut levels = [_mm512_setzero_si512(); P];
         let mut scales = [_mm512_setzero_ps(); P];
         for p in 0..P {
-            // SAFETY: this function's features cover the helper's.
+            // SAFETY: block `b < n_blocks` of both rows; this function's
+            // features cover the helper's.
             (levels[p], scales[p]) = unsafe {
-                unpack_pair::<F>(&w_rows[p][0][block.clone()], &w_rows[p][1][block.clone()])
+                unpack_pair::<F>(
+                    w_rows[p][0].as_ptr().add(b * w_bytes),
+                    w_rows[p][1].as_ptr().add(b * w_bytes),
+                )
             };
         }
         for r in 0..R {
-            let a = &acts[r].blocks[b * Q8_0_BYTES..(b + 1) * Q8_0_BYTES];
-            let a_levels = _mm512_broadcast_i64x4(load32(&a[2..]));
-            // SAFETY: as above.
-            let seed = unsafe { offset_seed::<F>(&acts[r].neg_sums[8 * b..]) };
-            let a_scale = _mm512_set1_ps(acts[r].scales[b]);
+            // SAFETY: block `b < n_blocks` of the activation row and its
+            // extras; the features as above.
+            let (a_levels, seed, a_scale) = unsafe {
+                let a = acts[r].blocks.as_ptr().add(b * Q8_0_BYTES + 2);
+                (
+                    _mm512_broadcast_i64x4(_mm256_loadu_si256(a.cast())),
+                    offset_seed::<F>(acts[r].neg_sums.as_ptr().add(8 * b)),
+                    _mm512_set1_ps(*acts[r].scales.as_ptr().add(b)),
+                )
+            };
             for p in 0..P {
                 let lanes = _mm512_dpbusd_epi32(seed, levels[p], a_levels);
                 let d = _mm512_mul_ps(scales[p], a_scale);
