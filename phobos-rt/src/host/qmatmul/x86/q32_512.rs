@@ -171,10 +171,22 @@ pub(in crate::host::qmatmul) fn q32_rows_512<const F: u32, const P: usize, const
     if n_blocks == usize::MAX {
         n_blocks = 0;
     }
+    // Decode streams every weight once: fetch the rows after these (the
+    // next call's, when rows lie back to back as in a tensor) while these
+    // are computed. A prefetch never faults, whatever the address.
+    let ahead = 2 * P * w_rows[0][0].len();
     let mut acc = [[_mm512_setzero_ps(); R]; P];
     for b in 0..n_blocks {
         let mut levels = [_mm512_setzero_si512(); P];
         let mut scales = [_mm512_setzero_ps(); P];
+        if R == 1 {
+            for pair in &w_rows {
+                for row in pair {
+                    let next = row.as_ptr().wrapping_add(ahead + b * w_bytes);
+                    _mm_prefetch::<_MM_HINT_T0>(next.cast());
+                }
+            }
+        }
         for p in 0..P {
             // SAFETY: block `b < n_blocks` of both rows; this function's
             // features cover the helper's.
