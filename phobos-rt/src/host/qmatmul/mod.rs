@@ -45,7 +45,13 @@
 //!   over the row, then the same horizontal sum.
 //!
 //! The SIMD kernels (AVX2, AVX-512 VNNI) are bit-exact with the portable
-//! path; which one runs is picked once at run time.
+//! path; which one runs is picked once at run time. They differ from ggml
+//! only in how they get the same integers: the AVX-512 kernels put two
+//! (weight row, activation row) pairs, or two chunks of a K-quant block,
+//! in one 512-bit register, and multiply 32-element weights as offset
+//! binary (`level + 2^s`) seeded with `-2^s` times the activation's lane
+//! sums (`QActivations` computes them once per launch). Integer sums are
+//! exact, so the lanes, and every float operation after them, are ggml's.
 
 mod activations;
 mod error;
