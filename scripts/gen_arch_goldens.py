@@ -172,7 +172,16 @@ def spec(arch):
         }
     if arch == "minicpm":
         # embedding_scale and logit_scale absent: defaults 12 and 256/n_embd.
-        return {**base, "vocab": "llama-spm", "eps": 1e-5, "rope_base": 10000.0, "extra": {"residual_scale": 0.25}}
+        # Untied: with tied weights the scaled embedding makes every token
+        # predict itself.
+        return {
+            **base,
+            "vocab": "llama-spm",
+            "eps": 1e-5,
+            "rope_base": 10000.0,
+            "untied_output": True,
+            "extra": {"residual_scale": 1.5},
+        }
     raise ValueError(arch)
 
 

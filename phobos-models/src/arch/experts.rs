@@ -38,10 +38,7 @@ impl ExpertLinear {
             data: &[],
         }
         .row_bytes();
-        if info.dims != expected
-            || row_bytes.is_none()
-            || !crate::quant::can_dequantize(info.ty)
-        {
+        if info.dims != expected || row_bytes.is_none() || !crate::quant::can_dequantize(info.ty) {
             return Err(EngineError::TensorShape {
                 name: info.name.clone(),
                 expected: expected.to_vec(),
@@ -120,5 +117,4 @@ impl MoeFfn {
             },
         })
     }
-
 }

@@ -51,7 +51,11 @@ struct Layer {
 }
 
 enum Ffn {
-    Dense { gate: Linear, up: Linear, down: Linear },
+    Dense {
+        gate: Linear,
+        up: Linear,
+        down: Linear,
+    },
     Experts(MoeFfn),
 }
 
@@ -118,9 +122,7 @@ impl LlamaLike {
             if n_expert == 0 || n_used == 0 || n_used > n_expert {
                 return Err(crate::engine::EngineError::Metadata {
                     key: format!("{arch}.expert_used_count"),
-                    reason: format!(
-                        "{n_used} experts used of {n_expert}: need 0 < used <= count"
-                    ),
+                    reason: format!("{n_used} experts used of {n_expert}: need 0 < used <= count"),
                 });
             }
             let n_ff_exp =
@@ -140,7 +142,11 @@ impl LlamaLike {
                 residual: meta.f32_or("residual_scale", 1.4 / (n_layer as f32).sqrt())?,
                 logit: meta.f32_or(
                     "logit_scale",
-                    if n_embd == 0 { 1.0 } else { 256.0 / n_embd as f32 },
+                    if n_embd == 0 {
+                        1.0
+                    } else {
+                        256.0 / n_embd as f32
+                    },
                 )?,
             })
         } else {

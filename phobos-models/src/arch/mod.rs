@@ -43,7 +43,9 @@ pub(crate) fn load(gguf: &Gguf) -> Result<Box<dyn Architecture>> {
     let arch = gguf.arch()?;
     match arch {
         "gemma3" => Ok(Box::new(gemma3::Gemma3::load(gguf)?)),
-        "llama" | "qwen2" | "qwen3" | "qwen3moe" | "minicpm" => Ok(Box::new(llama::LlamaLike::load(gguf, arch)?)),
+        "llama" | "qwen2" | "qwen3" | "qwen3moe" | "minicpm" => {
+            Ok(Box::new(llama::LlamaLike::load(gguf, arch)?))
+        }
         other => Err(EngineError::UnknownArch {
             arch: other.to_owned(),
             supported: SUPPORTED.join(", "),

@@ -62,7 +62,11 @@ pub fn route(logits: &[f32], routing: &Routing) -> Vec<(usize, f32)> {
     order.truncate(routing.n_expert_used.min(probs.len()));
     let mut chosen: Vec<(usize, f32)> = order.iter().map(|&e| (e, probs[e])).collect();
     if routing.normalize {
-        let sum = chosen.iter().map(|&(_, w)| w).sum::<f32>().max(MIN_WEIGHT_SUM);
+        let sum = chosen
+            .iter()
+            .map(|&(_, w)| w)
+            .sum::<f32>()
+            .max(MIN_WEIGHT_SUM);
         chosen.iter_mut().for_each(|(_, w)| *w /= sum);
     }
     if routing.scale != 1.0 {
