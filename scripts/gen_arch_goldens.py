@@ -182,10 +182,22 @@ def spec(arch):
             "untied_output": True,
             "extra": {"residual_scale": 1.5},
         }
+    if arch == "gemma3":
+        # Layer 0 local (window 4, its own RoPE base), layer 1 global;
+        # logits soft-capped. Any real vocab serves the numerics.
+        return {
+            **base,
+            "vocab": "llama-spm",
+            "qk_norm": True,
+            "post_norms": True,
+            "untied_output": True,
+            "extra": {"final_logit_softcapping": 15.0, "rope.freq_base_swa": 10000.0},
+            "extra_u32": {"attention.sliding_window": 4, "attention.sliding_window_pattern": 2},
+        }
     raise ValueError(arch)
 
 
-ARCHES = ["llama", "qwen2", "qwen3", "qwen3moe", "minicpm"]
+ARCHES = ["llama", "qwen2", "qwen3", "qwen3moe", "minicpm", "gemma3"]
 
 
 def arch_seed(arch: str) -> int:
@@ -210,6 +222,9 @@ def build_tensors(arch, s):
             t.vector(p + "attn_q_norm.weight", hd)
             t.vector(p + "attn_k_norm.weight", hd)
         t.matrix(p + "attn_output.weight", N_EMBD, n_head * hd, f["o"])
+        if s.get("post_norms"):
+            t.vector(p + "post_attention_norm.weight", N_EMBD)
+            t.vector(p + "post_ffw_norm.weight", N_EMBD)
         t.vector(p + "ffn_norm.weight", N_EMBD)
         moe = s["moe"]
         if moe:
@@ -247,6 +262,8 @@ def add_metadata(w, arch, s):
         w.add_uint32(k("expert_feed_forward_length"), s["moe"]["n_ff_exp"])
     for key, value in s["extra"].items():
         w.add_float32(k(key), value)
+    for key, value in s.get("extra_u32", {}).items():
+        w.add_uint32(k(key), value)
 
 
 def add_tensor(w, name, data, qtype):

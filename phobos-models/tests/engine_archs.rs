@@ -28,7 +28,7 @@ use phobos_models::gguf::{Gguf, GgufWriter, Value};
 use phobos_models::quant::GgmlType;
 use phobos_models::sample::argmax_logits;
 
-const ARCHES: &[&str] = &["llama", "qwen2", "qwen3", "qwen3moe", "minicpm"];
+const ARCHES: &[&str] = &["llama", "qwen2", "qwen3", "qwen3moe", "minicpm", "gemma3"];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -466,6 +466,7 @@ fn missing_tensor_is_a_clear_error() {
         ("qwen3moe", "blk.1.ffn_gate_inp.weight"),
         ("qwen3moe", "blk.0.ffn_up_exps.weight"),
         ("minicpm", "output_norm.weight"),
+        ("gemma3", "blk.1.post_ffw_norm.weight"),
     ] {
         let Some((gguf, _)) = build_gguf(arch, Some(tensor)) else {
             return;

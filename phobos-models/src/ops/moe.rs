@@ -173,6 +173,16 @@ mod tests {
         v.iter().flat_map(|x| x.to_le_bytes()).collect()
     }
 
+    fn f32_experts(data: &[u8], n_expert: usize, rows: usize, cols: usize) -> ExpertsRef<'_> {
+        ExpertsRef {
+            ty: GgmlType::F32,
+            n_expert,
+            rows,
+            cols,
+            data,
+        }
+    }
+
     #[test]
     fn route_picks_the_largest_and_renormalises() {
         let routing = Routing {
@@ -213,12 +223,11 @@ mod tests {
             let down: Vec<f32> = (0..n_expert * n_embd * n_ff).map(|_| next()).collect();
             let x: Vec<f32> = (0..m * n_embd).map(|_| next()).collect();
             let (rb, gb, ub, db) = (f32_bytes(&router), f32_bytes(&gate), f32_bytes(&up), f32_bytes(&down));
-            let experts = |data: &'_ [u8], rows, cols| ExpertsRef { ty: GgmlType::F32, n_expert, rows, cols, data };
             let weights = MoeWeights {
                 router: QMatrixRef { ty: GgmlType::F32, rows: n_expert, cols: n_embd, data: &rb },
-                gate: experts(&gb, n_ff, n_embd),
-                up: experts(&ub, n_ff, n_embd),
-                down: experts(&db, n_embd, n_ff),
+                gate: f32_experts(&gb, n_expert, n_ff, n_embd),
+                up: f32_experts(&ub, n_expert, n_ff, n_embd),
+                down: f32_experts(&db, n_expert, n_embd, n_ff),
             };
             let routing = Routing { n_expert_used: k, normalize: true, scale: 1.0 };
             let got = moe_ffn(&x, m, &weights, &routing).unwrap();
