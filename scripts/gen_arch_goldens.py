@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Tiny random-weight models of every supported architecture, and what
-llama.cpp computes on them (tests/golden/arch/, read by
-phobos-models/tests/engine_archs.rs).
+"""Tiny random-weight models of every architecture (those phobos runs, and
+qwen35/qwen35moe, which it does not yet), and what llama.cpp computes on
+them (tests/golden/arch/, read by phobos-models/tests/engine_archs.rs).
 
 For each architecture this writes:
 
@@ -194,10 +194,27 @@ def spec(arch):
             "extra": {"final_logit_softcapping": 15.0, "rope.freq_base_swa": 10000.0},
             "extra_u32": {"attention.sliding_window": 4, "attention.sliding_window_pattern": 2},
         }
+    if arch in ("qwen35", "qwen35moe"):
+        # Layer 0 gated DeltaNet (2 key heads, 4 value heads of 16, conv
+        # kernel 4), layer 1 gated full attention (Q/K norms, interleaved
+        # multi-section RoPE over 8 of 16 dims).
+        deltanet = {"d_conv": 4, "d_state": 16, "n_group": 2, "dt_rank": 4}
+        moe = {"n_expert": 8, "n_used": 2, "n_ff_exp": 256, "n_ff_shexp": 256} if arch == "qwen35moe" else None
+        return {
+            **base,
+            "vocab": "gpt-2",
+            "qk_norm": True,
+            "untied_output": True,
+            "deltanet": deltanet,
+            "moe": moe,
+            "n_rot": 8,
+            "extra_u32": {"full_attention_interval": 2},
+        }
     raise ValueError(arch)
 
 
-ARCHES = ["llama", "qwen2", "qwen3", "qwen3moe", "minicpm", "gemma3"]
+ARCHES = ["llama", "qwen2", "qwen3", "qwen3moe", "minicpm", "gemma3", "qwen35", "qwen35moe"]
+# Architectures phobos does not run yet: goldens are made, the test skips them.
 
 
 def arch_seed(arch: str) -> int:
@@ -207,10 +224,14 @@ def arch_seed(arch: str) -> int:
 def build_tensors(arch, s):
     t = Tensors(arch_seed(arch))
     n_head, n_kv, hd = s["n_head"], s["n_head_kv"], s["head_dim"]
+    dn = s.get("deltanet")
     for il in range(s["n_layer"]):
         f = FORMATS[il % len(FORMATS)]
         p = f"blk.{il}."
         t.vector(p + "attn_norm.weight", N_EMBD)
+        if dn:
+            build_qwen35_block(t, p, il, s, f)
+            continue
         t.matrix(p + "attn_q.weight", n_head * hd, N_EMBD, f["q"])
         t.matrix(p + "attn_k.weight", n_kv * hd, N_EMBD, f["k"])
         t.matrix(p + "attn_v.weight", n_kv * hd, N_EMBD, f["v"])
@@ -241,6 +262,50 @@ def build_tensors(arch, s):
     return t.items
 
 
+def build_qwen35_block(t, p, il, s, f):
+    """qwen35/qwen35moe: DeltaNet on layers with (il + 1) % 2 != 0, gated
+    attention on the others; post_attention_norm is the FFN's pre-norm."""
+    dn = s["deltanet"]
+    n_head, n_kv, hd = s["n_head"], s["n_head_kv"], s["head_dim"]
+    if (il + 1) % s["extra_u32"]["full_attention_interval"] != 0:
+        key_dim = dn["d_state"] * dn["n_group"]
+        value_dim = dn["d_state"] * dn["dt_rank"]
+        t.matrix(p + "attn_qkv.weight", 2 * key_dim + value_dim, N_EMBD, f["q"])
+        t.matrix(p + "attn_gate.weight", value_dim, N_EMBD, f["k"])
+        t.matrix(p + "ssm_conv1d.weight", 2 * key_dim + value_dim, dn["d_conv"], QT.F32)
+        t.vector(p + "ssm_dt.bias", dn["dt_rank"], 0.0, 0.5)
+        # ssm_a holds -exp(A_log): negative decay rates.
+        t.items.append((p + "ssm_a", (-np.exp(t.rng.uniform(-1.0, 0.5, size=(dn["dt_rank"],)))).astype(np.float32), QT.F32))
+        t.matrix(p + "ssm_beta.weight", dn["dt_rank"], N_EMBD, QT.F32)
+        t.matrix(p + "ssm_alpha.weight", dn["dt_rank"], N_EMBD, QT.F32)
+        t.vector(p + "ssm_norm.weight", dn["d_state"])
+        t.matrix(p + "ssm_out.weight", N_EMBD, value_dim, f["o"])
+    else:
+        # Q carries the output gate: 2 * heads * head_dim rows.
+        t.matrix(p + "attn_q.weight", 2 * n_head * hd, N_EMBD, f["q"])
+        t.matrix(p + "attn_k.weight", n_kv * hd, N_EMBD, f["k"])
+        t.matrix(p + "attn_v.weight", n_kv * hd, N_EMBD, f["v"])
+        t.vector(p + "attn_q_norm.weight", hd)
+        t.vector(p + "attn_k_norm.weight", hd)
+        t.matrix(p + "attn_output.weight", N_EMBD, n_head * hd, f["o"])
+    t.vector(p + "post_attention_norm.weight", N_EMBD)
+    moe = s["moe"]
+    if moe:
+        ne, nf, ns = moe["n_expert"], moe["n_ff_exp"], moe["n_ff_shexp"]
+        t.matrix(p + "ffn_gate_inp.weight", ne, N_EMBD, QT.F32)
+        t.matrix(p + "ffn_gate_exps.weight", nf, N_EMBD, f["gate"], n_expert=ne)
+        t.matrix(p + "ffn_up_exps.weight", nf, N_EMBD, f["up"], n_expert=ne)
+        t.matrix(p + "ffn_down_exps.weight", N_EMBD, nf, f["down"], n_expert=ne)
+        t.vector(p + "ffn_gate_inp_shexp.weight", N_EMBD, 0.0, 0.3)
+        t.matrix(p + "ffn_gate_shexp.weight", ns, N_EMBD, f["gate"])
+        t.matrix(p + "ffn_up_shexp.weight", ns, N_EMBD, f["up"])
+        t.matrix(p + "ffn_down_shexp.weight", N_EMBD, ns, f["down"])
+    else:
+        t.matrix(p + "ffn_gate.weight", N_FF, N_EMBD, f["gate"])
+        t.matrix(p + "ffn_up.weight", N_FF, N_EMBD, f["up"])
+        t.matrix(p + "ffn_down.weight", N_EMBD, N_FF, f["down"])
+
+
 def add_metadata(w, arch, s):
     w.add_string("general.name", f"phobos tiny {arch}")
     k = lambda suffix: f"{arch}.{suffix}"  # noqa: E731
@@ -256,6 +321,18 @@ def add_metadata(w, arch, s):
         w.add_uint32(k("attention.value_length"), s["head_dim"])
     if s["rope_base"] is not None:
         w.add_float32(k("rope.freq_base"), s["rope_base"])
+    dn = s.get("deltanet")
+    if dn:
+        w.add_uint32(k("rope.dimension_count"), s["n_rot"])
+        sections = [s["n_rot"] // 4, s["n_rot"] // 8, s["n_rot"] // 8, 0]
+        w.add_array(k("rope.dimension_sections"), sections)
+        w.add_uint32(k("ssm.conv_kernel"), dn["d_conv"])
+        w.add_uint32(k("ssm.state_size"), dn["d_state"])
+        w.add_uint32(k("ssm.group_count"), dn["n_group"])
+        w.add_uint32(k("ssm.time_step_rank"), dn["dt_rank"])
+        w.add_uint32(k("ssm.inner_size"), dn["d_state"] * dn["dt_rank"])
+    if s["moe"] and "n_ff_shexp" in s["moe"]:
+        w.add_uint32(k("expert_shared_feed_forward_length"), s["moe"]["n_ff_shexp"])
     if s["moe"]:
         w.add_uint32(k("expert_count"), s["moe"]["n_expert"])
         w.add_uint32(k("expert_used_count"), s["moe"]["n_used"])
