@@ -122,10 +122,13 @@ fn build_gguf(arch: &str, drop_tensor: Option<&str>) -> Option<(Gguf, Golden)> {
     let golden = golden(arch);
     let skeleton = Gguf::open(golden_dir().join(format!("{arch}.skeleton.gguf"))).unwrap();
     let vocab_name = skeleton.get_str("phobos.test.vocab").unwrap().to_owned();
-    let vocab_rel = format!("models/llama-vocabs/ggml-vocab-{vocab_name}.gguf");
-    let vocab_path = root().join(&vocab_rel);
+    // The vocab directory the tokenizer vector tests use (README's table).
+    let vocab_dir = std::env::var_os("PHOBOS_LLAMA_VOCABS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("models/llama-vocabs"));
+    let vocab_path = vocab_dir.join(format!("ggml-vocab-{vocab_name}.gguf"));
     if !vocab_path.exists() {
-        common::missing_test_data(&vocab_rel);
+        common::missing_test_data(&vocab_path.display().to_string());
         return None;
     }
     let vocab = Gguf::open(&vocab_path).unwrap();
