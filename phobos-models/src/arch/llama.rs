@@ -1,18 +1,28 @@
-//! The llama family (`llama`, `qwen2`, `qwen3`): pre-norm blocks, GQA
-//! attention with RoPE, SwiGLU. The members differ in three places:
-//! llama rotates adjacent pairs (ggml's normal RoPE) where Qwen rotates
-//! halves (NeoX); qwen2 adds biases to Q, K and V; qwen3 RMS-normalises
-//! each query and key head before the rotation.
+//! The llama family (`llama`, `qwen2`, `qwen3`, `qwen3moe`, `minicpm`):
+//! pre-norm blocks, GQA attention with RoPE, SwiGLU. The members differ:
+//! llama and minicpm rotate adjacent pairs (ggml's normal RoPE) where Qwen
+//! rotates halves (NeoX); qwen2 adds biases to Q, K and V; qwen3 and
+//! qwen3moe RMS-normalise each query and key head before the rotation;
+//! qwen3moe's feed-forward is a mixture of experts (`ops::moe`: softmax
+//! router, top `expert_used_count` of `expert_count`, weights renormalised);
+//! minicpm scales the embedding (`embedding_scale`, 12), each block's
+//! output before the residual add (`residual_scale`, 1.4 / sqrt(layers))
+//! and divides the logits by `logit_scale` (256 / d), and may carry an
+//! attention output bias.
 //!
 //! Metadata (llama.cpp's defaults where absent): `{arch}.block_count`,
 //! `embedding_length`, `feed_forward_length`, `attention.head_count`,
 //! `attention.head_count_kv` (= heads), `attention.key_length` and
 //! `value_length` (= d / heads), `attention.layer_norm_rms_epsilon`,
 //! `rope.freq_base` (10000), `rope.dimension_count` (= head dim),
-//! `rope.scaling.factor` (1), `context_length`. The output projection is
+//! `rope.scaling.factor` (1), `context_length`; qwen3moe also
+//! `expert_count`, `expert_used_count`, `expert_feed_forward_length`
+//! (= feed_forward_length / used); minicpm the three scales above. The
+//! output projection is
 //! `output.weight`, or the embedding when absent (tied).
 
 use super::attend::{SeqSlot, add_bias, add_in_place, attend};
+use super::experts::MoeFfn;
 use super::hparams::Meta;
 use super::{Architecture, ModelShape};
 use crate::engine::Result;
@@ -20,6 +30,7 @@ use crate::engine::weights::{Linear, load_vector, load_vector_optional};
 use crate::gguf::Gguf;
 use crate::ops::activation::swiglu_in_place;
 use crate::ops::attention::AttentionShape;
+use crate::ops::moe::Routing;
 use crate::ops::norm::rms_norm_rows;
 use crate::ops::rope::{Rope, RopeStyle};
 
@@ -34,10 +45,27 @@ struct Layer {
     q_norm: Option<Vec<f32>>,
     k_norm: Option<Vec<f32>>,
     out: Linear,
+    out_bias: Option<Vec<f32>>,
     ffn_norm: Vec<f32>,
-    gate: Linear,
-    up: Linear,
-    down: Linear,
+    ffn: Ffn,
+}
+
+enum Ffn {
+    Dense {
+        gate: Linear,
+        up: Linear,
+        down: Linear,
+    },
+    Experts(MoeFfn),
+}
+
+/// minicpm's three scales (all 1 for the others).
+#[derive(Debug, Clone, Copy)]
+struct Scales {
+    embedding: f32,
+    residual: f32,
+    /// The logits are multiplied by its inverse.
+    logit: f32,
 }
 
 pub struct LlamaLike {
@@ -48,6 +76,7 @@ pub struct LlamaLike {
     head_dim_v: usize,
     rms_eps: f32,
     rope: Rope,
+    scales: Option<Scales>,
     token_embd: Linear,
     output_norm: Vec<f32>,
     output: Linear,
@@ -68,7 +97,7 @@ impl LlamaLike {
         let rms_eps = meta.f32("attention.layer_norm_rms_epsilon")?;
         let scale = meta.f32_or("rope.scaling.factor", 0.0)?;
         let rope = Rope {
-            style: if arch == "llama" {
+            style: if arch == "llama" || arch == "minicpm" {
                 RopeStyle::Normal
             } else {
                 RopeStyle::Neox
@@ -86,7 +115,43 @@ impl LlamaLike {
             n_head_kv * head_dim_k,
             n_head_kv * head_dim_v,
         );
-        let qk_norms = arch == "qwen3";
+        let qk_norms = arch == "qwen3" || arch == "qwen3moe";
+        let experts = if arch == "qwen3moe" {
+            let n_expert = meta.u32("expert_count")? as usize;
+            let n_used = meta.u32("expert_used_count")? as usize;
+            if n_expert == 0 || n_used == 0 || n_used > n_expert {
+                return Err(crate::engine::EngineError::Metadata {
+                    key: format!("{arch}.expert_used_count"),
+                    reason: format!("{n_used} experts used of {n_expert}: need 0 < used <= count"),
+                });
+            }
+            let n_ff_exp =
+                meta.u32_or("expert_feed_forward_length", (n_ff / n_used) as u32)? as usize;
+            let routing = Routing {
+                n_expert_used: n_used,
+                normalize: true,
+                scale: 1.0,
+            };
+            Some((n_expert, n_ff_exp, routing))
+        } else {
+            None
+        };
+        let scales = if arch == "minicpm" {
+            Some(Scales {
+                embedding: meta.f32_or("embedding_scale", 12.0)?,
+                residual: meta.f32_or("residual_scale", 1.4 / (n_layer as f32).sqrt())?,
+                logit: meta.f32_or(
+                    "logit_scale",
+                    if n_embd == 0 {
+                        1.0
+                    } else {
+                        256.0 / n_embd as f32
+                    },
+                )?,
+            })
+        } else {
+            None
+        };
         let layers = (0..n_layer)
             .map(|il| {
                 let name = |t: &str| format!("blk.{il}.{t}.weight");
@@ -110,10 +175,22 @@ impl LlamaLike {
                     q_norm: head_norm("attn_q_norm")?,
                     k_norm: head_norm("attn_k_norm")?,
                     out: Linear::load(gguf, &name("attn_output"), n_head * head_dim_v, n_embd)?,
+                    out_bias: if scales.is_some() {
+                        bias("attn_output", n_embd)?
+                    } else {
+                        None
+                    },
                     ffn_norm: load_vector(gguf, &name("ffn_norm"), n_embd)?,
-                    gate: Linear::load(gguf, &name("ffn_gate"), n_embd, n_ff)?,
-                    up: Linear::load(gguf, &name("ffn_up"), n_embd, n_ff)?,
-                    down: Linear::load(gguf, &name("ffn_down"), n_ff, n_embd)?,
+                    ffn: match experts {
+                        Some((n_expert, n_ff_exp, routing)) => Ffn::Experts(MoeFfn::load(
+                            gguf, il, n_embd, n_ff_exp, n_expert, routing,
+                        )?),
+                        None => Ffn::Dense {
+                            gate: Linear::load(gguf, &name("ffn_gate"), n_embd, n_ff)?,
+                            up: Linear::load(gguf, &name("ffn_up"), n_embd, n_ff)?,
+                            down: Linear::load(gguf, &name("ffn_down"), n_ff, n_embd)?,
+                        },
+                    },
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -133,11 +210,22 @@ impl LlamaLike {
             head_dim_v,
             rms_eps,
             rope,
+            scales,
             token_embd,
             output_norm: load_vector(gguf, "output_norm.weight", n_embd)?,
             output,
             layers,
         })
+    }
+}
+
+impl LlamaLike {
+    /// `x += block_out`, the block's output first scaled for minicpm.
+    fn add_residual(&self, x: &mut [f32], block_out: &mut [f32]) {
+        if let Some(scales) = self.scales {
+            block_out.iter_mut().for_each(|v| *v *= scales.residual);
+        }
+        add_in_place(x, block_out);
     }
 }
 
@@ -149,6 +237,9 @@ impl Architecture for LlamaLike {
     fn embed(&self, gguf: &Gguf, tokens: &[u32], out: &mut [f32]) -> Result<()> {
         for (&t, row) in tokens.iter().zip(out.chunks_mut(self.shape.n_embd)) {
             self.token_embd.row_into(gguf, t as usize, row)?;
+            if let Some(scales) = self.scales {
+                row.iter_mut().for_each(|x| *x *= scales.embedding);
+            }
         }
         Ok(())
     }
@@ -191,21 +282,34 @@ impl Architecture for LlamaLike {
         };
         let q_scale = 1.0 / (self.head_dim_k as f32).sqrt();
         let attn = attend(il, &shape, &self.rope, q_scale, &mut q, &mut k, &v, slots);
-        let attn_out = layer.out.apply(gguf, &attn, m)?;
-        add_in_place(x, &attn_out);
+        let mut attn_out = layer.out.apply(gguf, &attn, m)?;
+        if let Some(b) = &layer.out_bias {
+            add_bias(&mut attn_out, b);
+        }
+        self.add_residual(x, &mut attn_out);
 
         let mut h = x.to_vec();
         rms_norm_rows(&mut h, &layer.ffn_norm, self.rms_eps);
-        let mut gate = layer.gate.apply(gguf, &h, m)?;
-        let up = layer.up.apply(gguf, &h, m)?;
-        swiglu_in_place(&mut gate, &up);
-        let ffn_out = layer.down.apply(gguf, &gate, m)?;
-        add_in_place(x, &ffn_out);
+        let mut ffn_out = match &layer.ffn {
+            Ffn::Dense { gate, up, down } => {
+                let mut g = gate.apply(gguf, &h, m)?;
+                let u = up.apply(gguf, &h, m)?;
+                swiglu_in_place(&mut g, &u);
+                down.apply(gguf, &g, m)?
+            }
+            Ffn::Experts(moe) => moe.apply(gguf, &h, m)?,
+        };
+        self.add_residual(x, &mut ffn_out);
         Ok(())
     }
 
     fn logits(&self, gguf: &Gguf, x: &mut [f32], m: usize) -> Result<Vec<f32>> {
         rms_norm_rows(x, &self.output_norm, self.rms_eps);
-        self.output.apply(gguf, x, m)
+        let mut logits = self.output.apply(gguf, x, m)?;
+        if let Some(scales) = self.scales {
+            let inv = 1.0 / scales.logit;
+            logits.iter_mut().for_each(|l| *l *= inv);
+        }
+        Ok(logits)
     }
 }

@@ -2,6 +2,7 @@
 //! bottom over the ops in `crate::ops`, with the metadata keys it reads.
 
 pub(crate) mod attend;
+pub(crate) mod experts;
 pub mod gemma3;
 pub(crate) mod hparams;
 pub mod llama;
@@ -11,7 +12,7 @@ use crate::gguf::Gguf;
 use attend::SeqSlot;
 
 /// Architectures this engine runs (`general.architecture`).
-pub const SUPPORTED: &[&str] = &["gemma3", "llama", "qwen2", "qwen3"];
+pub const SUPPORTED: &[&str] = &["gemma3", "llama", "minicpm", "qwen2", "qwen3", "qwen3moe"];
 
 /// Shape facts every architecture has.
 #[derive(Debug, Clone)]
@@ -42,7 +43,9 @@ pub(crate) fn load(gguf: &Gguf) -> Result<Box<dyn Architecture>> {
     let arch = gguf.arch()?;
     match arch {
         "gemma3" => Ok(Box::new(gemma3::Gemma3::load(gguf)?)),
-        "llama" | "qwen2" | "qwen3" => Ok(Box::new(llama::LlamaLike::load(gguf, arch)?)),
+        "llama" | "qwen2" | "qwen3" | "qwen3moe" | "minicpm" => {
+            Ok(Box::new(llama::LlamaLike::load(gguf, arch)?))
+        }
         other => Err(EngineError::UnknownArch {
             arch: other.to_owned(),
             supported: SUPPORTED.join(", "),

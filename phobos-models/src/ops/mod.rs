@@ -9,6 +9,7 @@
 pub mod activation;
 pub mod attention;
 pub mod matmul;
+pub mod moe;
 pub mod norm;
 pub mod rope;
 pub mod softmax;
