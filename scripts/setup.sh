@@ -33,6 +33,9 @@ if ! command -v cargo >/dev/null 2>&1; then
         export PATH="$HOME/.cargo/bin:$PATH"
     fi
 fi
+if $serve_only; then
+    exit 0
+fi
 rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt
 
 # The server's end-to-end tests (phobos-serve/tests/serve_*.rs) drive it with

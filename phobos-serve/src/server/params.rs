@@ -158,6 +158,9 @@ pub struct CommonParams {
     pub stop: Vec<String>,
     pub stream: bool,
     pub include_usage: bool,
+    /// llama-server's `ignore_eos`: generate up to the limit even past the
+    /// model's end-of-generation token (benchmarks of fixed length).
+    pub ignore_eos: bool,
 }
 
 /// At most this many stop strings, each at most this long.
@@ -281,6 +284,7 @@ pub fn common_params(
         stop,
         stream,
         include_usage,
+        ignore_eos: fields.boolean("ignore_eos")?.unwrap_or(false),
     })
 }
 

@@ -71,11 +71,22 @@ impl Server {
                 .as_nanos()
         ));
         std::fs::write(&script, script_json).unwrap();
+        let script = script.to_string_lossy().into_owned();
+        let mut args = vec!["--test-script", script.as_str()];
+        args.extend_from_slice(extra);
+        Self::spawn_with(model, &args, wait_ready)
+    }
+
+    /// `phobos serve MODEL --listen 127.0.0.1:0 --no-dashboard EXTRA...`
+    /// over the real engine, once the model is loaded.
+    pub fn start_engine(model: &Path, extra: &[&str]) -> Server {
+        Self::spawn_with(model, extra, true)
+    }
+
+    fn spawn_with(model: &Path, extra: &[&str], wait_ready: bool) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_phobos"))
             .arg("serve")
             .arg(model)
-            .arg("--test-script")
-            .arg(&script)
             .args(["--listen", "127.0.0.1:0", "--no-dashboard"])
             .args(extra)
             .env_remove("PHOBOS_API_KEY")
