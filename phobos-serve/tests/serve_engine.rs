@@ -22,7 +22,7 @@ fn complete(server: &Server, body: &Value) -> Value {
 }
 
 fn greedy(prompt: &str) -> Value {
-    json!({"prompt": prompt, "max_tokens": 16, "temperature": 0})
+    json!({"prompt": prompt, "max_tokens": 10, "temperature": 0})
 }
 
 /// Fills every one of the four slots with an unrelated prompt, so the next
@@ -64,7 +64,7 @@ fn concurrent_requests_share_decode_steps_and_match_solo_answers() {
     );
     let steps = server.metric("phobos_decode_steps_total") - steps_before;
     let tokens = server.metric("phobos_generated_tokens_total") - tokens_before;
-    // Four requests of 16 tokens arriving together: most steps carry several.
+    // Four requests of 10 tokens arriving together: most steps carry several.
     assert!(
         tokens / steps >= 2.0,
         "{tokens} tokens in {steps} decode steps: the slots were not batched"
@@ -72,7 +72,7 @@ fn concurrent_requests_share_decode_steps_and_match_solo_answers() {
     // One list of prompts is served the same way, one choice per prompt,
     // its four prompts prefilled in one batched forward pass.
     evict(&server);
-    let body = json!({"prompt": PROMPTS, "max_tokens": 16, "temperature": 0});
+    let body = json!({"prompt": PROMPTS, "max_tokens": 10, "temperature": 0});
     let multi = complete(&server, &body);
     let mut texts = vec![Value::Null; PROMPTS.len()];
     for choice in multi["choices"].as_array().unwrap() {

@@ -50,6 +50,9 @@ pub struct Server {
     child: Child,
     pub addr: String,
     pub model_id: String,
+    /// How long a request may take to answer (the real engine on a busy
+    /// CPU is slow).
+    read_timeout: Duration,
 }
 
 impl Server {
@@ -80,7 +83,9 @@ impl Server {
     /// `phobos serve MODEL --listen 127.0.0.1:0 --no-dashboard EXTRA...`
     /// over the real engine, once the model is loaded.
     pub fn start_engine(model: &Path, extra: &[&str]) -> Server {
-        Self::spawn_with(model, extra, true)
+        let mut server = Self::spawn_with(model, extra, true);
+        server.read_timeout = Duration::from_secs(900);
+        server
     }
 
     fn spawn_with(model: &Path, extra: &[&str], wait_ready: bool) -> Server {
@@ -115,6 +120,7 @@ impl Server {
             child,
             addr,
             model_id,
+            read_timeout: Duration::from_secs(30),
         }
     }
 
@@ -144,7 +150,7 @@ impl Server {
     pub fn connect(&self) -> TcpStream {
         let stream = TcpStream::connect(&self.addr).unwrap();
         stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
+            .set_read_timeout(Some(self.read_timeout))
             .unwrap();
         stream
     }

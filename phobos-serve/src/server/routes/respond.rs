@@ -101,14 +101,12 @@ impl Envelope {
     fn chunk(
         &self,
         index: usize,
-        mut fields: Fields,
+        fields: Fields,
         finish_reason: Option<&str>,
         include_usage: bool,
     ) -> SseEvent {
-        fields.insert("index".into(), index.into());
-        fields.entry("logprobs").or_insert(Value::Null);
-        fields.insert("finish_reason".into(), finish_reason.into());
-        let mut body = self.body(self.chunk_object, vec![fields.into()]);
+        let choice = choice_object(index, fields, finish_reason.into());
+        let mut body = self.body(self.chunk_object, vec![choice]);
         if include_usage {
             body.insert("usage".into(), Value::Null);
         }
@@ -183,14 +181,24 @@ async fn complete_choice<F: ChoiceFormat>(
             Step::Failed(message) => return Err(engine_error(message)),
         }
     };
-    let mut fields = choice.format.complete();
-    fields.insert("index".into(), index.into());
-    fields.entry("logprobs").or_insert(Value::Null);
-    fields.insert(
-        "finish_reason".into(),
-        finish_reason_text(reason, choice.format.called_tools()).into(),
-    );
-    Ok(fields.into())
+    let finish = finish_reason_text(reason, choice.format.called_tools());
+    Ok(choice_object(
+        index,
+        choice.format.complete(),
+        finish.into(),
+    ))
+}
+
+/// A choice in OpenAI's key order: index, the format's fields (`delta`,
+/// `message` or `text`), logprobs, finish_reason.
+fn choice_object(index: usize, mut fields: Fields, finish_reason: Value) -> Value {
+    let logprobs = fields.remove("logprobs").unwrap_or(Value::Null);
+    let mut choice = Map::new();
+    choice.insert("index".into(), index.into());
+    choice.extend(fields);
+    choice.insert("logprobs".into(), logprobs);
+    choice.insert("finish_reason".into(), finish_reason);
+    choice.into()
 }
 
 type Events = mpsc::Sender<Result<SseEvent, Infallible>>;
