@@ -149,9 +149,7 @@ impl Server {
 
     pub fn connect(&self) -> TcpStream {
         let stream = TcpStream::connect(&self.addr).unwrap();
-        stream
-            .set_read_timeout(Some(self.read_timeout))
-            .unwrap();
+        stream.set_read_timeout(Some(self.read_timeout)).unwrap();
         stream
     }
 

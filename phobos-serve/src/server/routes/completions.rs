@@ -15,7 +15,7 @@ use super::respond::{Choice, ChoiceFormat, Envelope, Fields as RespondFields, fi
 use crate::server::backend::ModelInfo;
 use crate::server::error::ApiError;
 use crate::server::generate::{Generation, TokenLogprobs};
-use crate::server::params::{Fields, common_params};
+use crate::server::params::{Fields, common_params, token_ids};
 use crate::server::state::AppState;
 
 /// Prompts one request may carry (each takes a queue place).
@@ -105,19 +105,7 @@ fn parse_prompts(model: &dyn ModelInfo, value: Option<&Value>) -> Result<Vec<Pro
         })
     };
     let from_ids = |items: &[Value]| {
-        let n_vocab = model.tokenizer().n_tokens() as u64;
-        let ids = items
-            .iter()
-            .map(|v| match v.as_u64() {
-                Some(id) if id < n_vocab => Ok(id as u32),
-                _ => Err(ApiError::invalid(
-                    "prompt",
-                    format!(
-                        "token ids must be integers below the vocabulary size {n_vocab}, got {v}"
-                    ),
-                )),
-            })
-            .collect::<Result<Vec<u32>, _>>()?;
+        let ids = token_ids(items, model.tokenizer().n_tokens(), "prompt")?;
         let text = model.tokenizer().decode(&ids, true);
         Ok(Prompt { ids, text })
     };
