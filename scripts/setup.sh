@@ -1,7 +1,18 @@
 #!/usr/bin/env bash
 # Installs what `make test` and `make serve` need and is missing. Idempotent:
 # when everything is present it only checks, in well under a second.
+#
+#   scripts/setup.sh           # everything `make test` needs
+#   scripts/setup.sh --serve   # only what `make serve` needs: build tools,
+#                              # Rust, python3 with pip (the model fetch)
 set -euo pipefail
+
+serve_only=false
+case "${1:-}" in
+    "") ;;
+    --serve) serve_only=true ;;
+    *) echo "setup: unknown option '$1' (expected --serve or nothing)" >&2; exit 2 ;;
+esac
 
 need_sudo() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -32,6 +43,9 @@ if ! command -v cargo >/dev/null 2>&1; then
         curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --component clippy,rustfmt
         export PATH="$HOME/.cargo/bin:$PATH"
     fi
+fi
+if $serve_only; then
+    exit 0
 fi
 rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt
 

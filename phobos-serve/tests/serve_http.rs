@@ -468,11 +468,31 @@ fn cases() -> Vec<Case> {
             400,
         ),
         case(
-            "completions echo",
+            "completions echo with logprobs",
             Send::Request(
                 "POST",
                 "/v1/completions",
-                r#"{"prompt": "x", "echo": true}"#.into(),
+                r#"{"prompt": "x", "echo": true, "logprobs": 1}"#.into(),
+                &[],
+            ),
+            400,
+        ),
+        case(
+            "completions prompt list holding an object",
+            Send::Request(
+                "POST",
+                "/v1/completions",
+                r#"{"prompt": ["x", {"text": "y"}]}"#.into(),
+                &[],
+            ),
+            400,
+        ),
+        case(
+            "completions too many prompts",
+            Send::Request(
+                "POST",
+                "/v1/completions",
+                format!(r#"{{"prompt": {}}}"#, serde_json::json!(vec!["x"; 33])),
                 &[],
             ),
             400,

@@ -127,6 +127,90 @@ def completions(client, model):
     check("completions.stop", r.choices[0].text == "Once upon a time there was a tiny model", r.choices[0].text)
 
 
+def post_root(client, path, body):
+    """POST to one of llama-server's unprefixed routes (/tokenize) next to /v1."""
+    import urllib.request
+    root = str(client.base_url).rstrip("/").removesuffix("/v1")
+    request = urllib.request.Request(root + path, data=json.dumps(body).encode(), headers={
+        "Content-Type": "application/json", "Authorization": f"Bearer {client.api_key}"})
+    with urllib.request.urlopen(request) as answer:
+        return json.loads(answer.read())
+
+
+def completions_prompts(client, model):
+    alone = [client.completions.create(model=model, prompt=p, temperature=0)
+             for p in ("Say hi", "tell me a story")]
+    r = client.completions.create(model=model, prompt=["Say hi", "tell me a story"], temperature=0)
+    by_index = sorted(r.choices, key=lambda c: c.index)
+    check("completions.multi", [c.index for c in by_index] == [0, 1] and by_index[0].text == GREETING
+          and by_index[1].text == STORY and all(c.finish_reason == "stop" for c in by_index), r)
+    check("completions.multi_usage", r.usage.prompt_tokens == sum(a.usage.prompt_tokens for a in alone)
+          and r.usage.completion_tokens == sum(a.usage.completion_tokens for a in alone), r.usage)
+    chunks = list(client.completions.create(model=model, prompt=["Say hi", "tell me a story"], stream=True,
+                                            stream_options={"include_usage": True}))
+    texts = {0: "", 1: ""}
+    finishes = {}
+    for c in chunks:
+        for choice in c.choices:
+            texts[choice.index] += choice.text
+            if choice.finish_reason:
+                finishes[choice.index] = choice.finish_reason
+    check("completions.multi_stream", texts == {0: GREETING, 1: STORY} and finishes == {0: "stop", 1: "stop"},
+          (texts, finishes))
+    check("completions.multi_stream_usage", chunks[-1].choices == [] and
+          chunks[-1].usage.completion_tokens == r.usage.completion_tokens, chunks[-1])
+    # echo: the prompt, then the answer; streamed, the prompt comes first.
+    r = client.completions.create(model=model, prompt="Say hi", echo=True)
+    check("completions.echo", r.choices[0].text == "Say hi" + GREETING, r.choices[0].text)
+    chunks = list(client.completions.create(model=model, prompt="Say hi", echo=True, stream=True))
+    check("completions.echo_stream", chunks[0].choices[0].text == "Say hi"
+          and "".join(c.choices[0].text for c in chunks) == "Say hi" + GREETING, chunks[0])
+    # Token ids, one prompt and several.
+    ids = post_root(client, "/tokenize", {"content": "Say hi", "add_special": True})["tokens"]
+    check("tokenize.ids", ids and all(isinstance(i, int) for i in ids), ids)
+    r = client.completions.create(model=model, prompt=ids, max_tokens=64)
+    check("completions.token_ids", r.choices[0].text == GREETING
+          and r.usage.prompt_tokens == len(ids), (r.choices[0].text, r.usage))
+    story_ids = post_root(client, "/tokenize", {"content": "tell me a story", "add_special": True})["tokens"]
+    r = client.completions.create(model=model, prompt=[ids, story_ids])
+    texts = [c.text for c in sorted(r.choices, key=lambda c: c.index)]
+    check("completions.token_id_lists", texts == [GREETING, STORY], texts)
+    r = client.completions.create(model=model, prompt=ids, echo=True)
+    echoed = post_root(client, "/detokenize", {"tokens": ids})["content"]
+    check("completions.token_ids_echo", r.choices[0].text == echoed + GREETING, (echoed, r.choices[0].text))
+    # The legacy logprobs shape: parallel lists, offsets in characters.
+    r = client.completions.create(model=model, prompt="Unicode please", logprobs=2)
+    lp, text = r.choices[0].logprobs, r.choices[0].text
+    n = r.usage.completion_tokens
+    check("completions.logprobs_lists", len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs)
+          == len(lp.text_offset) == n and all(x <= 0 for x in lp.token_logprobs), lp)
+    check("completions.logprobs_tokens", "".join(lp.tokens) == text, (lp.tokens, text))
+    offsets = [sum(len(t) for t in lp.tokens[:i]) for i in range(n)]
+    check("completions.text_offset", lp.text_offset == offsets, (lp.text_offset, offsets))
+    check("completions.top_logprobs", all(1 <= len(top) <= 2 and max(top.values()) <= 0 for top in lp.top_logprobs),
+          lp.top_logprobs)
+    chunks = list(client.completions.create(model=model, prompt="Unicode please", logprobs=1, stream=True))
+    streamed = [t for c in chunks if c.choices and c.choices[0].logprobs for t in c.choices[0].logprobs.tokens]
+    streamed_offsets = [o for c in chunks if c.choices and c.choices[0].logprobs
+                        for o in c.choices[0].logprobs.text_offset]
+    check("completions.logprobs_stream", streamed == lp.tokens and streamed_offsets == offsets,
+          (streamed, streamed_offsets))
+    for name, kwargs in [("echo_logprobs", dict(prompt="Say hi", echo=True, logprobs=1)),
+                         ("empty_prompt", dict(prompt=[])),
+                         ("bad_prompt", dict(prompt=[{"text": "hi"}])),
+                         ("big_token", dict(prompt=[10 ** 9])),
+                         ("suffix", dict(prompt="Say hi", suffix="bye")),
+                         ("best_of", dict(prompt="Say hi", best_of=3)),
+                         ("too_many_prompts", dict(prompt=["hi"] * 33))]:
+        try:
+            client.completions.create(model=model, **kwargs)
+        except openai.BadRequestError as e:
+            body = e.body if isinstance(e.body, dict) else {}
+            check(f"completions.error.{name}", isinstance(body.get("message"), str) and body.get("message"), e.body)
+        else:
+            raise AssertionError(f"completions.error.{name}: no error")
+
+
 def json_mode(client, model):
     r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "json please"}],
                                        response_format={"type": "json_object"})
@@ -213,7 +297,7 @@ def main():
     args = parser.parse_args()
     client = OpenAI(base_url=args.base_url, api_key=args.api_key, max_retries=0)
     for test in (chat_plain, chat_stream, stops_and_limits, reasoning_and_unicode, logprobs, completions,
-                 json_mode, models_endpoint, errors):
+                 completions_prompts, json_mode, models_endpoint, errors):
         test(client, args.model)
     tools_client = OpenAI(base_url=args.tools_base_url, api_key="unused", max_retries=0)
     tool_round_trip(tools_client, args.tools_model)

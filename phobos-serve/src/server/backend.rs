@@ -87,17 +87,17 @@ pub trait InferenceBackend: ModelInfo {
     /// against).
     fn cached_tokens<'a>(&self, slot: &'a Self::Slot) -> &'a [u32];
 
-    /// Makes the slot's cache hold exactly `prompt` and computes the logits
-    /// after its last token, reusing the longest common prefix with what the
-    /// cache held. Returns how many prompt tokens were reused (at most
-    /// `prompt.len() - 1`: the last one is always run to get logits).
-    /// `params` carries the seed so the slot's sampler can be reset.
+    /// Prefill for several slots at once: makes each slot's cache hold
+    /// exactly its prompt and computes the logits after the prompt's last
+    /// token, reusing the longest common prefix with what the cache held
+    /// (all slots in one batched forward pass). Returns, per input in order,
+    /// how many prompt tokens were reused (at most `prompt.len() - 1`: the
+    /// last one is always run to get logits). `params` carries the seed so
+    /// the slot's sampler can be reset.
     fn ingest(
         &self,
-        slot: &mut Self::Slot,
-        prompt: &[u32],
-        params: &SamplingParams,
-    ) -> Result<usize, BackendError>;
+        batch: &mut [(&mut Self::Slot, &[u32], &SamplingParams)],
+    ) -> Result<Vec<usize>, BackendError>;
 
     /// One decode step for several slots at once (continuous batching): for
     /// each `(slot, params)` sample the next token from the slot's current

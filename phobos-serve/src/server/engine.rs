@@ -130,27 +130,36 @@ impl InferenceBackend for EngineBackend {
 
     fn ingest(
         &self,
-        slot: &mut EngineSlot,
-        prompt: &[u32],
-        params: &SamplingParams,
-    ) -> Result<usize, BackendError> {
-        if prompt.is_empty() {
-            return Err(BackendError("the prompt has no tokens".into()));
+        batch: &mut [(&mut EngineSlot, &[u32], &SamplingParams)],
+    ) -> Result<Vec<usize>, BackendError> {
+        let mut reused = Vec::with_capacity(batch.len());
+        for (slot, prompt, _) in batch.iter_mut() {
+            if prompt.is_empty() {
+                return Err(BackendError("the prompt has no tokens".into()));
+            }
+            // The last prompt token always runs, so its logits are fresh.
+            let common = slot.session.common_prefix_len(prompt).min(prompt.len() - 1);
+            slot.session.truncate(common);
+            slot.logits.clear();
+            reused.push(common);
         }
-        // The last prompt token always runs, so its logits are fresh.
-        let reused = slot.session.common_prefix_len(prompt).min(prompt.len() - 1);
-        slot.session.truncate(reused);
-        slot.logits.clear();
-        let mut batch = [SeqInput {
-            session: &mut slot.session,
-            tokens: &prompt[reused..],
-            logits: LogitsWanted::Last,
-        }];
-        let mut logits = self.model.forward(&mut batch).map_err(engine_error)?;
-        slot.logits = logits.pop().unwrap_or_default();
-        // The penalties look at the prompt too, as llama.cpp's do.
-        slot.sampler = sampler_for(params);
-        slot.sampler.accept(prompt);
+        let mut inputs: Vec<SeqInput<'_>> = batch
+            .iter_mut()
+            .zip(&reused)
+            .map(|((slot, prompt, _), &common)| SeqInput {
+                session: &mut slot.session,
+                tokens: &prompt[common..],
+                logits: LogitsWanted::Last,
+            })
+            .collect();
+        let logits = self.model.forward(&mut inputs).map_err(engine_error)?;
+        drop(inputs);
+        for ((slot, prompt, params), slot_logits) in batch.iter_mut().zip(logits) {
+            slot.logits = slot_logits;
+            // The penalties look at the prompt too, as llama.cpp's do.
+            slot.sampler = sampler_for(params);
+            slot.sampler.accept(prompt);
+        }
         Ok(reused)
     }
 

@@ -52,6 +52,7 @@ impl Generation {
         params: SamplingParams,
         max_tokens: Option<usize>,
         stop: Vec<String>,
+        ignore_eos: bool,
     ) -> Result<Self, ApiError> {
         let context_len = model.context_len_per_slot();
         if prompt.is_empty() {
@@ -81,6 +82,7 @@ impl Generation {
                 prompt,
                 params,
                 max_tokens,
+                ignore_eos,
                 events: sender,
             })
             .map_err(|full| ApiError {

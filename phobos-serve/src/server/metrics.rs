@@ -28,6 +28,8 @@ pub struct Metrics {
     prompt_tokens_total: AtomicU64,
     prompt_tokens_cached_total: AtomicU64,
     generated_tokens_total: AtomicU64,
+    /// Batched decode steps: generated tokens over steps is the mean batch.
+    decode_steps_total: AtomicU64,
     prompt_micros_total: AtomicU64,
     decode_micros_total: AtomicU64,
     /// f64 bits of the rate measured over the last prefill / decode step.
@@ -53,6 +55,7 @@ impl Metrics {
     pub fn record_decode(&self, tokens: usize, time: Duration) {
         self.generated_tokens_total
             .fetch_add(tokens as u64, Ordering::Relaxed);
+        self.decode_steps_total.fetch_add(1, Ordering::Relaxed);
         self.decode_micros_total
             .fetch_add(time.as_micros() as u64, Ordering::Relaxed);
         let rate = tokens as f64 / time.as_secs_f64().max(1e-9);
@@ -128,6 +131,12 @@ impl Metrics {
             "counter",
             "Tokens generated.",
             load(&self.generated_tokens_total) as f64,
+        );
+        metric(
+            "phobos_decode_steps_total",
+            "counter",
+            "Batched decode steps (one forward pass each, over every active slot).",
+            load(&self.decode_steps_total) as f64,
         );
         metric(
             "phobos_prompt_seconds_total",

@@ -151,6 +151,20 @@ impl<'a> Fields<'a> {
 }
 
 /// The fields chat and text completions share.
+/// A list of token ids from request field `param`, each below `n_vocab`.
+pub fn token_ids(items: &[Value], n_vocab: usize, param: &str) -> Result<Vec<u32>, ApiError> {
+    items
+        .iter()
+        .map(|v| match v.as_u64() {
+            Some(id) if id < n_vocab as u64 => Ok(id as u32),
+            _ => Err(ApiError::invalid(
+                param,
+                format!("'{param}' must hold integer token ids below the vocabulary size {n_vocab}, got {v}"),
+            )),
+        })
+        .collect()
+}
+
 #[derive(Debug, Clone)]
 pub struct CommonParams {
     pub sampling: SamplingParams,
@@ -158,6 +172,9 @@ pub struct CommonParams {
     pub stop: Vec<String>,
     pub stream: bool,
     pub include_usage: bool,
+    /// llama-server's `ignore_eos`: generate up to the limit even past the
+    /// model's end-of-generation token (benchmarks of fixed length).
+    pub ignore_eos: bool,
 }
 
 /// At most this many stop strings, each at most this long.
@@ -281,6 +298,7 @@ pub fn common_params(
         stop,
         stream,
         include_usage,
+        ignore_eos: fields.boolean("ignore_eos")?.unwrap_or(false),
     })
 }
 
@@ -317,6 +335,22 @@ mod tests {
         assert_eq!(p.sampling.seed, Some(7));
         assert_eq!(p.stop, vec!["x"]);
         assert_eq!(p.max_tokens, Some(9));
+    }
+
+    #[test]
+    fn token_ids_are_integers_below_the_vocabulary() {
+        let ids: Vec<Value> = serde_json::from_str("[0, 5, 9]").unwrap();
+        assert_eq!(token_ids(&ids, 10, "tokens").unwrap(), vec![0, 5, 9]);
+        for bad in ["[10]", "[-1]", "[1.5]", "[\"1\"]", "[null]"] {
+            let items: Vec<Value> = serde_json::from_str(bad).unwrap();
+            let error = token_ids(&items, 10, "prompt").unwrap_err();
+            assert_eq!(error.status, 400, "{bad}");
+            assert_eq!(error.param.as_deref(), Some("prompt"), "{bad}");
+            assert!(
+                error.message.contains("below the vocabulary size 10"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

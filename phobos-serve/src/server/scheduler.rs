@@ -22,6 +22,8 @@ pub struct Job {
     pub params: SamplingParams,
     /// Tokens to generate at most (already capped by the context).
     pub max_tokens: usize,
+    /// Keep generating past end-of-generation tokens (up to `max_tokens`).
+    pub ignore_eos: bool,
     pub events: mpsc::UnboundedSender<Event>,
 }
 
@@ -162,23 +164,7 @@ fn run_loop<B: InferenceBackend>(
                 .store(queue.jobs.len() as u64, Ordering::Relaxed);
             admitted
         };
-        for job in admitted {
-            let index = best_free_slot(backend, &slots, &active, &job.prompt);
-            let started = Instant::now();
-            match backend.ingest(&mut slots[index], &job.prompt, &job.params) {
-                Ok(cached) => {
-                    let computed = job.prompt.len() - cached.min(job.prompt.len());
-                    metrics.record_prefill(computed, cached, started.elapsed());
-                    let _ = job.events.send(Event::Started {
-                        cached_tokens: cached,
-                    });
-                    active[index] = Some(Active { job, generated: 0 });
-                }
-                Err(e) => {
-                    let _ = job.events.send(Event::Failed(e.to_string()));
-                }
-            }
-        }
+        admit(backend, &mut slots, &mut active, admitted, metrics);
         step_active(backend, &mut slots, &mut active, metrics);
         metrics.active_slots.store(
             active.iter().filter(|a| a.is_some()).count() as u64,
@@ -191,16 +177,110 @@ fn run_loop<B: InferenceBackend>(
     }
 }
 
-/// The free slot whose cache shares the longest prefix with `prompt`.
+/// Prompt tokens one batched prefill takes at most; more admitted prompts
+/// go in further passes (this bounds the forward pass's activations).
+const PREFILL_BATCH_TOKENS: usize = 2048;
+
+/// Puts each admitted job in a free slot, then fills the slots' caches in
+/// batched prefills (one forward pass for several prompts).
+fn admit<B: InferenceBackend>(
+    backend: &B,
+    slots: &mut [B::Slot],
+    active: &mut [Option<Active>],
+    admitted: Vec<Job>,
+    metrics: &Metrics,
+) {
+    let mut placed: Vec<(usize, Job)> = Vec::with_capacity(admitted.len());
+    for job in admitted {
+        let taken: Vec<usize> = placed.iter().map(|(index, _)| *index).collect();
+        let Some(index) = best_free_slot(backend, slots, active, &taken, &job.prompt) else {
+            // Cannot happen (jobs are admitted for free slots only); the
+            // client still gets an answer.
+            let _ = job
+                .events
+                .send(Event::Failed("no free slot for the request".into()));
+            continue;
+        };
+        placed.push((index, job));
+    }
+    let mut group: Vec<(usize, Job)> = Vec::new();
+    let mut group_tokens = 0;
+    for (index, job) in placed {
+        if !group.is_empty() && group_tokens + job.prompt.len() > PREFILL_BATCH_TOKENS {
+            prefill(backend, slots, active, std::mem::take(&mut group), metrics);
+            group_tokens = 0;
+        }
+        group_tokens += job.prompt.len();
+        group.push((index, job));
+    }
+    if !group.is_empty() {
+        prefill(backend, slots, active, group, metrics);
+    }
+}
+
+fn prefill<B: InferenceBackend>(
+    backend: &B,
+    slots: &mut [B::Slot],
+    active: &mut [Option<Active>],
+    group: Vec<(usize, Job)>,
+    metrics: &Metrics,
+) {
+    let started = Instant::now();
+    let result = {
+        let mut by_index: Vec<Option<&mut B::Slot>> = slots.iter_mut().map(Some).collect();
+        let mut batch = Vec::with_capacity(group.len());
+        for (index, job) in &group {
+            if let Some(slot) = by_index.get_mut(*index).and_then(Option::take) {
+                batch.push((slot, job.prompt.as_slice(), &job.params));
+            }
+        }
+        backend.ingest(&mut batch)
+    };
+    let reused = match result {
+        Ok(reused) if reused.len() == group.len() => reused,
+        Ok(reused) => {
+            let message = format!(
+                "the engine prefilled {} prompts of {}",
+                reused.len(),
+                group.len()
+            );
+            for (_, job) in group {
+                let _ = job.events.send(Event::Failed(message.clone()));
+            }
+            return;
+        }
+        Err(e) => {
+            for (_, job) in group {
+                let _ = job.events.send(Event::Failed(e.to_string()));
+            }
+            return;
+        }
+    };
+    let (mut computed, mut cached) = (0, 0);
+    for ((index, job), reused) in group.into_iter().zip(reused) {
+        let reused = reused.min(job.prompt.len());
+        computed += job.prompt.len() - reused;
+        cached += reused;
+        let _ = job.events.send(Event::Started {
+            cached_tokens: reused,
+        });
+        active[index] = Some(Active { job, generated: 0 });
+    }
+    metrics.record_prefill(computed, cached, started.elapsed());
+}
+
+/// The free slot (not active, not in `taken`) whose cache shares the
+/// longest prefix with `prompt`.
 fn best_free_slot<B: InferenceBackend>(
     backend: &B,
     slots: &[B::Slot],
     active: &[Option<Active>],
+    taken: &[usize],
     prompt: &[u32],
-) -> usize {
-    let mut best = (0, None);
+) -> Option<usize> {
+    let mut best: Option<(usize, usize)> = None;
     for (index, slot) in slots.iter().enumerate() {
-        if active[index].is_some() {
+        if active[index].is_some() || taken.contains(&index) {
             continue;
         }
         let common = backend
@@ -209,11 +289,11 @@ fn best_free_slot<B: InferenceBackend>(
             .zip(prompt)
             .take_while(|(a, b)| a == b)
             .count();
-        if best.1.is_none() || common > best.0 {
-            best = (common, Some(index));
+        if best.is_none_or(|(best_common, _)| common > best_common) {
+            best = Some((common, index));
         }
     }
-    best.1.unwrap_or(0)
+    best.map(|(_, index)| index)
 }
 
 fn step_active<B: InferenceBackend>(
@@ -261,7 +341,8 @@ fn step_active<B: InferenceBackend>(
         let Some(entry) = active[index].as_mut() else {
             continue;
         };
-        let is_end = backend.tokenizer().is_end_of_generation(output.token);
+        let is_end =
+            !entry.job.ignore_eos && backend.tokenizer().is_end_of_generation(output.token);
         if is_end {
             let _ = entry.job.events.send(Event::Finished(FinishReason::Stop));
             active[index] = None;

@@ -127,33 +127,35 @@ impl InferenceBackend for ScriptedBackend {
 
     fn ingest(
         &self,
-        slot: &mut ScriptedSlot,
-        prompt: &[u32],
-        _params: &SamplingParams,
-    ) -> Result<usize, BackendError> {
-        if prompt.is_empty() {
-            return Err(BackendError("empty prompt".into()));
+        batch: &mut [(&mut ScriptedSlot, &[u32], &SamplingParams)],
+    ) -> Result<Vec<usize>, BackendError> {
+        let mut reused = Vec::with_capacity(batch.len());
+        for (slot, prompt, _) in batch.iter_mut() {
+            if prompt.is_empty() {
+                return Err(BackendError("empty prompt".into()));
+            }
+            let common = slot
+                .cache
+                .iter()
+                .zip(prompt.iter())
+                .take_while(|(a, b)| a == b)
+                .count()
+                .min(prompt.len() - 1);
+            slot.cache.truncate(common);
+            slot.cache.extend_from_slice(&prompt[common..]);
+            let reply = self.reply_for(prompt);
+            let mut tokens = self
+                .tokenizer
+                .encode(reply, false, true)
+                .map_err(|e| BackendError(format!("tokenizing the scripted reply: {e}")))?;
+            if let Some(&end) = self.tokenizer.end_of_generation_ids().first() {
+                tokens.push(end);
+            }
+            tokens.reverse();
+            slot.pending = tokens;
+            reused.push(common);
         }
-        let common = slot
-            .cache
-            .iter()
-            .zip(prompt)
-            .take_while(|(a, b)| a == b)
-            .count()
-            .min(prompt.len() - 1);
-        slot.cache.truncate(common);
-        slot.cache.extend_from_slice(&prompt[common..]);
-        let reply = self.reply_for(prompt);
-        let mut tokens = self
-            .tokenizer
-            .encode(reply, false, true)
-            .map_err(|e| BackendError(format!("tokenizing the scripted reply: {e}")))?;
-        if let Some(&end) = self.tokenizer.end_of_generation_ids().first() {
-            tokens.push(end);
-        }
-        tokens.reverse();
-        slot.pending = tokens;
-        Ok(common)
+        Ok(reused)
     }
 
     fn decode_step(

@@ -50,6 +50,9 @@ pub struct Server {
     child: Child,
     pub addr: String,
     pub model_id: String,
+    /// How long a request may take to answer (the real engine on a busy
+    /// CPU is slow).
+    read_timeout: Duration,
 }
 
 impl Server {
@@ -71,11 +74,24 @@ impl Server {
                 .as_nanos()
         ));
         std::fs::write(&script, script_json).unwrap();
+        let script = script.to_string_lossy().into_owned();
+        let mut args = vec!["--test-script", script.as_str()];
+        args.extend_from_slice(extra);
+        Self::spawn_with(model, &args, wait_ready)
+    }
+
+    /// `phobos serve MODEL --listen 127.0.0.1:0 --no-dashboard EXTRA...`
+    /// over the real engine, once the model is loaded.
+    pub fn start_engine(model: &Path, extra: &[&str]) -> Server {
+        let mut server = Self::spawn_with(model, extra, true);
+        server.read_timeout = Duration::from_secs(900);
+        server
+    }
+
+    fn spawn_with(model: &Path, extra: &[&str], wait_ready: bool) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_phobos"))
             .arg("serve")
             .arg(model)
-            .arg("--test-script")
-            .arg(&script)
             .args(["--listen", "127.0.0.1:0", "--no-dashboard"])
             .args(extra)
             .env_remove("PHOBOS_API_KEY")
@@ -104,6 +120,7 @@ impl Server {
             child,
             addr,
             model_id,
+            read_timeout: Duration::from_secs(30),
         }
     }
 
@@ -132,9 +149,7 @@ impl Server {
 
     pub fn connect(&self) -> TcpStream {
         let stream = TcpStream::connect(&self.addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
+        stream.set_read_timeout(Some(self.read_timeout)).unwrap();
         stream
     }
 

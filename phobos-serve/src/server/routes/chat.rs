@@ -1,21 +1,17 @@
 //! POST /v1/chat/completions.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use phobos_models::chat::{ChatMessage, ChatRequest};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use super::body::JsonBody;
+use super::respond::{Choice, ChoiceFormat, Envelope, Fields as RespondFields, fields, respond};
 use crate::server::backend::ModelInfo;
 use crate::server::error::ApiError;
-use crate::server::generate::{
-    Generation, Step, TokenLogprobs, finish_reason_text, new_id, unix_now,
-};
+use crate::server::generate::{Generation, TokenLogprobs, new_id};
 use crate::server::params::{Fields, common_params};
 use crate::server::state::AppState;
 use crate::server::text::markup::{MarkupParser, Piece};
@@ -154,7 +150,10 @@ pub async fn chat_completions(
     }
     let prompt = render_chat(&*model, &fields)?;
     let ids = tokenize_prompt(&*model, &prompt.text)?;
-    let logprobs = params.sampling.logprobs;
+    let format = ChatFormat::new(
+        MarkupParser::new(prompt.tools, prompt.in_reasoning),
+        params.sampling.logprobs,
+    );
     let generation = Generation::start(
         model.clone(),
         &loaded.scheduler,
@@ -162,35 +161,165 @@ pub async fn chat_completions(
         params.sampling,
         params.max_tokens,
         params.stop,
+        params.ignore_eos,
     )?;
-    let meta = Meta {
-        id: new_id("chatcmpl-"),
-        created: unix_now(),
-        model: model.model_id().to_owned(),
-        logprobs,
-    };
-    let parser = MarkupParser::new(prompt.tools, prompt.in_reasoning);
-    if params.stream {
-        Ok(stream(generation, parser, meta, params.include_usage).into_response())
-    } else {
-        complete(generation, parser, meta).await
+    respond(
+        Envelope::chat(model.model_id()),
+        vec![Choice { generation, format }],
+        params.stream,
+        params.include_usage,
+    )
+    .await
+}
+
+/// A chat choice: the answer split into content, reasoning and tool calls,
+/// as `delta`s when streaming and one `message` when not.
+pub struct ChatFormat {
+    parser: MarkupParser,
+    logprobs: bool,
+    /// Tool calls so far (streaming: the next call's index).
+    tool_calls: Vec<Value>,
+    content: String,
+    reasoning: String,
+    entries: Vec<TokenLogprobs>,
+}
+
+impl ChatFormat {
+    pub fn new(parser: MarkupParser, logprobs: bool) -> Self {
+        Self {
+            parser,
+            logprobs,
+            tool_calls: Vec::new(),
+            content: String::new(),
+            reasoning: String::new(),
+            entries: Vec::new(),
+        }
+    }
+
+    /// One piece as deltas; the first carries `logprobs`.
+    fn piece_chunks(&mut self, piece: Piece, logprobs: Value, out: &mut Vec<RespondFields>) {
+        match piece {
+            Piece::Content(text) => out.push(fields([
+                ("delta", json!({"content": text})),
+                ("logprobs", logprobs),
+            ])),
+            Piece::Reasoning(text) => out.push(fields([
+                ("delta", json!({"reasoning_content": text})),
+                ("logprobs", logprobs),
+            ])),
+            Piece::ToolCall { name, arguments } => {
+                // As OpenAI streams calls: index, id, type and name first
+                // with empty arguments, then the arguments in fragments.
+                let index = self.tool_calls.len();
+                let head = tool_call_json(index, &name, "");
+                self.tool_calls.push(head.clone());
+                out.push(fields([
+                    ("delta", json!({"tool_calls": [head]})),
+                    ("logprobs", logprobs),
+                ]));
+                let chars: Vec<char> = arguments.chars().collect();
+                for fragment in chars.chunks(16) {
+                    let fragment: String = fragment.iter().collect();
+                    out.push(fields([(
+                        "delta",
+                        json!({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}),
+                    )]));
+                }
+            }
+        }
+    }
+
+    fn collect(&mut self, pieces: Vec<Piece>) {
+        for piece in pieces {
+            match piece {
+                Piece::Content(text) => self.content.push_str(&text),
+                Piece::Reasoning(text) => self.reasoning.push_str(&text),
+                Piece::ToolCall { name, arguments } => {
+                    let mut call = tool_call_json(self.tool_calls.len(), &name, &arguments);
+                    if let Some(map) = call.as_object_mut() {
+                        map.remove("index");
+                    }
+                    self.tool_calls.push(call);
+                }
+            }
+        }
     }
 }
 
-struct Meta {
-    id: String,
-    created: u64,
-    model: String,
-    logprobs: bool,
-}
+impl ChoiceFormat for ChatFormat {
+    fn opening(&mut self) -> Vec<RespondFields> {
+        vec![fields([(
+            "delta",
+            json!({"role": "assistant", "content": ""}),
+        )])]
+    }
 
-fn usage(generation: &Generation) -> Value {
-    json!({
-        "prompt_tokens": generation.prompt_tokens,
-        "completion_tokens": generation.completion_tokens,
-        "total_tokens": generation.prompt_tokens + generation.completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": generation.cached_tokens},
-    })
+    fn stream_text(&mut self, text: &str, entries: Vec<TokenLogprobs>) -> Vec<RespondFields> {
+        let pieces = self.parser.push(text);
+        let mut logprobs = if self.logprobs && !entries.is_empty() {
+            logprobs_json(&entries)
+        } else {
+            Value::Null
+        };
+        let mut out = Vec::new();
+        if pieces.is_empty() && !logprobs.is_null() {
+            // Text held back (a possible stop string or marker) still has
+            // its tokens' log-probabilities reported, with empty content.
+            out.push(fields([
+                ("delta", json!({"content": ""})),
+                ("logprobs", logprobs),
+            ]));
+            return out;
+        }
+        for piece in pieces {
+            self.piece_chunks(piece, std::mem::take(&mut logprobs), &mut out);
+        }
+        out
+    }
+
+    fn stream_end(&mut self) -> Vec<RespondFields> {
+        let mut out = Vec::new();
+        for piece in self.parser.finish() {
+            self.piece_chunks(piece, Value::Null, &mut out);
+        }
+        out
+    }
+
+    fn finish_fields(&self) -> RespondFields {
+        fields([("delta", json!({}))])
+    }
+
+    fn absorb(&mut self, text: &str, entries: Vec<TokenLogprobs>) {
+        self.entries.extend(entries);
+        let pieces = self.parser.push(text);
+        self.collect(pieces);
+    }
+
+    fn complete(&mut self) -> RespondFields {
+        let pieces = self.parser.finish();
+        self.collect(pieces);
+        let content = std::mem::take(&mut self.content);
+        let mut message = json!({
+            "role": "assistant",
+            "content": if content.is_empty() && !self.tool_calls.is_empty() { Value::Null } else { content.into() },
+        });
+        if !self.reasoning.is_empty() {
+            message["reasoning_content"] = std::mem::take(&mut self.reasoning).into();
+        }
+        if !self.tool_calls.is_empty() {
+            message["tool_calls"] = self.tool_calls.clone().into();
+        }
+        let logprobs = if self.logprobs {
+            logprobs_json(&self.entries)
+        } else {
+            Value::Null
+        };
+        fields([("message", message), ("logprobs", logprobs)])
+    }
+
+    fn called_tools(&self) -> bool {
+        !self.tool_calls.is_empty()
+    }
 }
 
 fn logprobs_json(entries: &[TokenLogprobs]) -> Value {
@@ -219,299 +348,74 @@ fn tool_call_json(index: usize, name: &str, arguments: &str) -> Value {
     })
 }
 
-async fn complete(
-    mut generation: Generation,
-    mut parser: MarkupParser,
-    meta: Meta,
-) -> Result<Response, ApiError> {
-    let (mut content, mut reasoning) = (String::new(), String::new());
-    let mut tool_calls = Vec::new();
-    let mut logprobs = Vec::new();
-    let mut collect = |pieces: Vec<Piece>, tool_calls: &mut Vec<Value>| {
-        for piece in pieces {
-            match piece {
-                Piece::Content(text) => content.push_str(&text),
-                Piece::Reasoning(text) => reasoning.push_str(&text),
-                Piece::ToolCall { name, arguments } => {
-                    let mut call = tool_call_json(tool_calls.len(), &name, &arguments);
-                    if let Some(map) = call.as_object_mut() {
-                        map.remove("index");
-                    }
-                    tool_calls.push(call);
-                }
-            }
-        }
-    };
-    let reason = loop {
-        match generation.next().await {
-            Step::Text(text, entries) => {
-                logprobs.extend(entries);
-                collect(parser.push(&text), &mut tool_calls);
-            }
-            Step::Done(reason) => break reason,
-            Step::Failed(message) => return Err(engine_error(message)),
-        }
-    };
-    collect(parser.finish(), &mut tool_calls);
-    let mut message = json!({
-        "role": "assistant",
-        "content": if content.is_empty() && !tool_calls.is_empty() { Value::Null } else { content.into() },
-    });
-    if !reasoning.is_empty() {
-        message["reasoning_content"] = reasoning.into();
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deltas(chunks: &[RespondFields]) -> Vec<Value> {
+        chunks.iter().map(|c| c["delta"].clone()).collect()
     }
-    if !tool_calls.is_empty() {
-        message["tool_calls"] = tool_calls.clone().into();
+
+    #[test]
+    fn a_streamed_tool_call_sends_index_id_and_name_then_argument_fragments() {
+        let mut format = ChatFormat::new(MarkupParser::new(true, false), false);
+        assert_eq!(
+            deltas(&format.opening()),
+            [json!({"role": "assistant", "content": ""})]
+        );
+        let arguments = r#"{"city": "Paris, the capital of France"}"#;
+        let text = format!(
+            "<tool_call>\n{{\"name\": \"get_weather\", \"arguments\": {arguments}}}\n</tool_call>"
+        );
+        let mut chunks = format.stream_text(&text, Vec::new());
+        chunks.extend(format.stream_end());
+        let deltas = deltas(&chunks);
+        let head = &deltas[0]["tool_calls"][0];
+        assert_eq!(head["index"], 0);
+        assert_eq!(head["type"], "function");
+        assert_eq!(head["function"]["name"], "get_weather");
+        assert_eq!(head["function"]["arguments"], "");
+        assert!(
+            head["id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("call_"))
+        );
+        let fragments: Vec<&str> = deltas[1..]
+            .iter()
+            .map(|d| {
+                assert_eq!(d["tool_calls"][0]["index"], 0, "{d}");
+                assert!(d["tool_calls"][0].get("id").is_none(), "{d}");
+                d["tool_calls"][0]["function"]["arguments"]
+                    .as_str()
+                    .unwrap()
+            })
+            .collect();
+        assert!(fragments.len() > 1, "{fragments:?}");
+        let joined: String = fragments.concat();
+        assert_eq!(
+            serde_json::from_str::<Value>(&joined).unwrap(),
+            serde_json::from_str::<Value>(arguments).unwrap()
+        );
+        assert!(format.called_tools());
+        assert!(deltas.iter().all(|d| d.get("content").is_none()));
     }
-    let body = json!({
-        "id": meta.id,
-        "object": "chat.completion",
-        "created": meta.created,
-        "model": meta.model,
-        "system_fingerprint": crate::server::FINGERPRINT,
-        "choices": [{
-            "index": 0,
-            "message": message,
-            "logprobs": if meta.logprobs { logprobs_json(&logprobs) } else { Value::Null },
-            "finish_reason": finish_reason_text(reason, !tool_calls.is_empty()),
-        }],
-        "usage": usage(&generation),
-    });
-    Ok(axum::Json(body).into_response())
-}
 
-pub fn engine_error(message: String) -> ApiError {
-    ApiError::new(
-        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-        "engine_error",
-        format!("generation failed: {message}"),
-    )
-}
-
-fn chunk(
-    meta: &Meta,
-    delta: Value,
-    logprobs: Value,
-    finish: Value,
-    include_usage: bool,
-) -> SseEvent {
-    let mut body = json!({
-        "id": meta.id,
-        "object": "chat.completion.chunk",
-        "created": meta.created,
-        "model": meta.model,
-        "system_fingerprint": crate::server::FINGERPRINT,
-        "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}],
-    });
-    if include_usage {
-        body["usage"] = Value::Null;
-    }
-    SseEvent::default().data(body.to_string())
-}
-
-type Events = mpsc::Sender<Result<SseEvent, Infallible>>;
-
-/// The SSE response: a task pumps the generation into a small channel; when
-/// the client goes away the channel closes and the task drops the
-/// generation, which frees the slot.
-pub fn sse_response(rx: mpsc::Receiver<Result<SseEvent, Infallible>>) -> impl IntoResponse {
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    });
-    Sse::new(stream).keep_alive(KeepAlive::default())
-}
-
-fn stream(
-    generation: Generation,
-    parser: MarkupParser,
-    meta: Meta,
-    include_usage: bool,
-) -> impl IntoResponse {
-    let (tx, rx) = mpsc::channel(16);
-    tokio::spawn(async move {
-        let cancelled = tx.clone();
-        tokio::select! {
-            () = pump(generation, parser, meta, include_usage, tx) => {}
-            () = cancelled.closed() => {}
-        }
-    });
-    sse_response(rx)
-}
-
-async fn pump(
-    mut generation: Generation,
-    mut parser: MarkupParser,
-    meta: Meta,
-    include_usage: bool,
-    tx: Events,
-) {
-    let send = |event: SseEvent| {
-        let tx = tx.clone();
-        async move { tx.send(Ok(event)).await.is_ok() }
-    };
-    let no_logprobs = Value::Null;
-    if !send(chunk(
-        &meta,
-        json!({"role": "assistant", "content": ""}),
-        no_logprobs.clone(),
-        Value::Null,
-        include_usage,
-    ))
-    .await
-    {
-        return;
-    }
-    let mut tool_index = 0;
-    let reason = loop {
-        let (pieces, entries) = match generation.next().await {
-            Step::Text(text, entries) => (parser.push(&text), entries),
-            Step::Done(reason) => break reason,
-            Step::Failed(message) => {
-                let _ =
-                    send(SseEvent::default().data(engine_error(message).body().to_string())).await;
-                return;
-            }
+    #[test]
+    fn the_whole_message_splits_reasoning_content_and_keeps_logprobs() {
+        let mut format = ChatFormat::new(MarkupParser::new(false, false), true);
+        let entry = TokenLogprobs {
+            token: "x".into(),
+            bytes: b"x".to_vec(),
+            logprob: -0.1,
+            top: Vec::new(),
         };
-        let mut logprobs = if meta.logprobs && !entries.is_empty() {
-            logprobs_json(&entries)
-        } else {
-            Value::Null
-        };
-        if pieces.is_empty() && !logprobs.is_null() {
-            // Text held back (a possible stop string or marker) still has
-            // its tokens' log-probabilities reported, with empty content.
-            if !send(chunk(
-                &meta,
-                json!({"content": ""}),
-                logprobs,
-                Value::Null,
-                include_usage,
-            ))
-            .await
-            {
-                return;
-            }
-            continue;
-        }
-        for piece in pieces {
-            let logprobs = std::mem::take(&mut logprobs);
-            if !send_piece(
-                &meta,
-                piece,
-                &mut tool_index,
-                logprobs,
-                include_usage,
-                &send,
-            )
-            .await
-            {
-                return;
-            }
-        }
-    };
-    for piece in parser.finish() {
-        if !send_piece(
-            &meta,
-            piece,
-            &mut tool_index,
-            Value::Null,
-            include_usage,
-            &send,
-        )
-        .await
-        {
-            return;
-        }
-    }
-    let finish = finish_reason_text(reason, tool_index > 0);
-    if !send(chunk(
-        &meta,
-        json!({}),
-        Value::Null,
-        finish.into(),
-        include_usage,
-    ))
-    .await
-    {
-        return;
-    }
-    if include_usage {
-        let body = json!({
-            "id": meta.id,
-            "object": "chat.completion.chunk",
-            "created": meta.created,
-            "model": meta.model,
-            "system_fingerprint": crate::server::FINGERPRINT,
-            "choices": [],
-            "usage": usage(&generation),
-        });
-        if !send(SseEvent::default().data(body.to_string())).await {
-            return;
-        }
-    }
-    let _ = send(SseEvent::default().data("[DONE]")).await;
-}
-
-async fn send_piece<F, Fut>(
-    meta: &Meta,
-    piece: Piece,
-    tool_index: &mut usize,
-    logprobs: Value,
-    include_usage: bool,
-    send: &F,
-) -> bool
-where
-    F: Fn(SseEvent) -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    match piece {
-        Piece::Content(text) => {
-            send(chunk(
-                meta,
-                json!({"content": text}),
-                logprobs,
-                Value::Null,
-                include_usage,
-            ))
-            .await
-        }
-        Piece::Reasoning(text) => {
-            send(chunk(
-                meta,
-                json!({"reasoning_content": text}),
-                logprobs,
-                Value::Null,
-                include_usage,
-            ))
-            .await
-        }
-        Piece::ToolCall { name, arguments } => {
-            // As OpenAI streams calls: id, type and name first with empty
-            // arguments, then the arguments in fragments.
-            let index = *tool_index;
-            *tool_index += 1;
-            let head = tool_call_json(index, &name, "");
-            if !send(chunk(
-                meta,
-                json!({"tool_calls": [head]}),
-                logprobs,
-                Value::Null,
-                include_usage,
-            ))
-            .await
-            {
-                return false;
-            }
-            let chars: Vec<char> = arguments.chars().collect();
-            for fragment in chars.chunks(16) {
-                let fragment: String = fragment.iter().collect();
-                let delta =
-                    json!({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]});
-                if !send(chunk(meta, delta, Value::Null, Value::Null, include_usage)).await {
-                    return false;
-                }
-            }
-            true
-        }
+        format.absorb("<think>\nhmm\n</think>\n\n", vec![entry.clone()]);
+        format.absorb("The answer.", vec![entry]);
+        let choice = format.complete();
+        assert_eq!(choice["message"]["reasoning_content"], "hmm");
+        assert_eq!(choice["message"]["content"], "The answer.");
+        assert_eq!(choice["message"]["role"], "assistant");
+        assert_eq!(choice["logprobs"]["content"].as_array().unwrap().len(), 2);
+        assert!(!format.called_tools());
     }
 }

@@ -1,21 +1,25 @@
-//! POST /v1/completions (text in, text out).
+//! POST /v1/completions (text in, text out): a prompt given as a string, a
+//! list of strings, a list of token ids or a list of such lists (one choice
+//! per prompt, generated concurrently), `echo`, and log-probabilities in the
+//! legacy shape.
 
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::response::sse::Event as SseEvent;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use super::body::JsonBody;
-use super::chat::{engine_error, sse_response, tokenize_prompt};
+use super::chat::tokenize_prompt;
+use super::respond::{Choice, ChoiceFormat, Envelope, Fields as RespondFields, fields, respond};
+use crate::server::backend::ModelInfo;
 use crate::server::error::ApiError;
-use crate::server::generate::{
-    Generation, Step, TokenLogprobs, finish_reason_text, new_id, unix_now,
-};
-use crate::server::params::{Fields, common_params};
+use crate::server::generate::{Generation, TokenLogprobs};
+use crate::server::params::{Fields, common_params, token_ids};
 use crate::server::state::AppState;
+
+/// Prompts one request may carry (each takes a queue place).
+const MAX_PROMPTS: usize = 32;
 
 pub async fn completions(
     State(state): State<Arc<AppState>>,
@@ -30,124 +34,188 @@ pub async fn completions(
         params.sampling.logprobs = true;
         params.sampling.top_logprobs = n as u32;
     }
-    if fields.boolean("echo")? == Some(true) {
+    let echo = fields.boolean("echo")?.unwrap_or(false);
+    if echo && params.sampling.logprobs {
         return Err(ApiError::invalid(
             "echo",
-            "'echo' is not supported; leave it false",
+            "'echo' with 'logprobs' would need the prompt's log-probabilities, which this \
+             server does not compute; ask for one or the other",
         ));
     }
-    let invalid_prompt = || {
+    if fields.string("suffix")?.is_some_and(|s| !s.is_empty()) {
+        return Err(ApiError::invalid(
+            "suffix",
+            "'suffix' (fill in the middle) is not supported; leave it out",
+        ));
+    }
+    if let Some(best_of) = fields.integer("best_of", 0, u64::MAX)?
+        && best_of != 1
+    {
+        return Err(ApiError::invalid(
+            "best_of",
+            format!("'best_of' must be 1, got {best_of}"),
+        ));
+    }
+    let prompts = parse_prompts(&*model, fields.get("prompt"))?;
+    let mut choices = Vec::with_capacity(prompts.len());
+    for prompt in prompts {
+        let generation = Generation::start(
+            model.clone(),
+            &loaded.scheduler,
+            prompt.ids,
+            params.sampling.clone(),
+            params.max_tokens,
+            params.stop.clone(),
+            params.ignore_eos,
+        )?;
+        let echo_text = if echo { prompt.text } else { String::new() };
+        choices.push(Choice {
+            generation,
+            format: TextFormat::new(echo_text, params.sampling.logprobs),
+        });
+    }
+    respond(
+        Envelope::text(model.model_id()),
+        choices,
+        params.stream,
+        params.include_usage,
+    )
+    .await
+}
+
+/// One prompt: its tokens and its text (what `echo` repeats).
+#[derive(Debug)]
+struct Prompt {
+    ids: Vec<u32>,
+    text: String,
+}
+
+fn parse_prompts(model: &dyn ModelInfo, value: Option<&Value>) -> Result<Vec<Prompt>, ApiError> {
+    let invalid = || {
         ApiError::invalid(
             "prompt",
-            "'prompt' must be a string, a list of one string, or a list of token ids",
+            "'prompt' must be a string, a list of strings, a list of token ids, or a list of \
+             lists of token ids",
         )
     };
-    let ids = match fields.get("prompt") {
+    let from_text = |text: &str| {
+        Ok(Prompt {
+            ids: tokenize_prompt(model, text)?,
+            text: text.to_owned(),
+        })
+    };
+    let from_ids = |items: &[Value]| {
+        let ids = token_ids(items, model.tokenizer().n_tokens(), "prompt")?;
+        let text = model.tokenizer().decode(&ids, true);
+        Ok(Prompt { ids, text })
+    };
+    let prompts = match value {
         None => return Err(ApiError::invalid("prompt", "'prompt' is required")),
-        Some(Value::String(text)) => tokenize_prompt(&*model, text)?,
-        Some(Value::Array(items)) if items.len() == 1 && items[0].is_string() => {
-            tokenize_prompt(&*model, items[0].as_str().unwrap_or(""))?
+        Some(Value::String(text)) => vec![from_text(text)?],
+        Some(Value::Array(items)) if items.is_empty() => {
+            return Err(ApiError::invalid("prompt", "'prompt' must not be empty"));
         }
-        Some(Value::Array(items)) if items.iter().all(Value::is_u64) => {
-            let n_vocab = model.tokenizer().n_tokens() as u64;
-            items
-                .iter()
-                .map(|v| match v.as_u64() {
-                    Some(id) if id < n_vocab => Ok(id as u32),
-                    _ => Err(ApiError::invalid(
-                        "prompt",
-                        format!("token ids must be below the vocabulary size {n_vocab}"),
-                    )),
-                })
-                .collect::<Result<Vec<u32>, _>>()?
-        }
-        Some(Value::Array(items)) if items.len() > 1 && items.iter().all(Value::is_string) => {
-            return Err(ApiError::invalid(
-                "prompt",
-                "send one prompt per request (a list of several prompts is not supported)",
-            ));
-        }
-        Some(_) => return Err(invalid_prompt()),
+        Some(Value::Array(items)) if items.iter().all(Value::is_number) => vec![from_ids(items)?],
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(text) => from_text(text),
+                Value::Array(ids) => from_ids(ids),
+                _ => Err(invalid()),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(_) => return Err(invalid()),
     };
-    let logprobs = params.sampling.logprobs;
-    let mut generation = Generation::start(
-        model.clone(),
-        &loaded.scheduler,
-        ids,
-        params.sampling,
-        params.max_tokens,
-        params.stop,
-    )?;
-    let meta = Meta {
-        id: new_id("cmpl-"),
-        created: unix_now(),
-        model: model.model_id().to_owned(),
-        logprobs,
-    };
-    if params.stream {
-        let (tx, rx) = mpsc::channel(16);
-        let include_usage = params.include_usage;
-        tokio::spawn(async move {
-            let cancelled = tx.clone();
-            tokio::select! {
-                () = pump(generation, meta, include_usage, tx) => {}
-                () = cancelled.closed() => {}
-            }
-        });
-        return Ok(sse_response(rx).into_response());
+    if prompts.len() > MAX_PROMPTS {
+        return Err(ApiError::invalid(
+            "prompt",
+            format!(
+                "'prompt' holds {} prompts; send at most {MAX_PROMPTS} per request",
+                prompts.len()
+            ),
+        ));
     }
-    let mut text = String::new();
-    let mut entries = Vec::new();
-    let reason = loop {
-        match generation.next().await {
-            Step::Text(piece, logprobs) => {
-                text.push_str(&piece);
-                entries.extend(logprobs);
-            }
-            Step::Done(reason) => break reason,
-            Step::Failed(message) => return Err(engine_error(message)),
-        }
-    };
-    let body = json!({
-        "id": meta.id,
-        "object": "text_completion",
-        "created": meta.created,
-        "model": meta.model,
-        "system_fingerprint": crate::server::FINGERPRINT,
-        "choices": [{
-            "index": 0,
-            "text": text,
-            "logprobs": if logprobs { logprobs_json(&entries, 0) } else { Value::Null },
-            "finish_reason": finish_reason_text(reason, false),
-        }],
-        "usage": usage(&generation),
-    });
-    Ok(axum::Json(body).into_response())
+    Ok(prompts)
 }
 
-struct Meta {
-    id: String,
-    created: u64,
-    model: String,
+/// A text choice: `text` (after the echoed prompt) and logprobs as the
+/// legacy parallel lists, whose `text_offset` counts characters from the
+/// start of the choice's text.
+pub struct TextFormat {
+    echo: String,
     logprobs: bool,
+    text: String,
+    entries: Vec<TokenLogprobs>,
+    /// Characters before the next streamed token.
+    offset_chars: usize,
 }
 
-fn usage(generation: &Generation) -> Value {
-    json!({
-        "prompt_tokens": generation.prompt_tokens,
-        "completion_tokens": generation.completion_tokens,
-        "total_tokens": generation.prompt_tokens + generation.completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": generation.cached_tokens},
-    })
+impl TextFormat {
+    fn new(echo: String, logprobs: bool) -> Self {
+        Self {
+            offset_chars: echo.chars().count(),
+            echo,
+            logprobs,
+            text: String::new(),
+            entries: Vec::new(),
+        }
+    }
 }
 
-/// The legacy completions shape: parallel lists.
-fn logprobs_json(entries: &[TokenLogprobs], text_offset: usize) -> Value {
-    let mut offset = text_offset;
+impl ChoiceFormat for TextFormat {
+    fn opening(&mut self) -> Vec<RespondFields> {
+        if self.echo.is_empty() {
+            return Vec::new();
+        }
+        vec![fields([("text", self.echo.clone().into())])]
+    }
+
+    fn stream_text(&mut self, text: &str, entries: Vec<TokenLogprobs>) -> Vec<RespondFields> {
+        if text.is_empty() && entries.is_empty() {
+            return Vec::new();
+        }
+        let logprobs = if self.logprobs {
+            logprobs_json(&entries, &mut self.offset_chars)
+        } else {
+            Value::Null
+        };
+        vec![fields([("text", text.into()), ("logprobs", logprobs)])]
+    }
+
+    fn stream_end(&mut self) -> Vec<RespondFields> {
+        Vec::new()
+    }
+
+    fn finish_fields(&self) -> RespondFields {
+        fields([("text", "".into())])
+    }
+
+    fn absorb(&mut self, text: &str, entries: Vec<TokenLogprobs>) {
+        self.text.push_str(text);
+        self.entries.extend(entries);
+    }
+
+    fn complete(&mut self) -> RespondFields {
+        let logprobs = if self.logprobs {
+            logprobs_json(&self.entries, &mut self.offset_chars)
+        } else {
+            Value::Null
+        };
+        let text = format!("{}{}", self.echo, self.text);
+        fields([("text", text.into()), ("logprobs", logprobs)])
+    }
+
+    fn called_tools(&self) -> bool {
+        false
+    }
+}
+
+/// The legacy completions shape: parallel lists, one entry per token.
+fn logprobs_json(entries: &[TokenLogprobs], offset_chars: &mut usize) -> Value {
     let mut offsets = Vec::with_capacity(entries.len());
     for entry in entries {
-        offsets.push(offset);
-        offset += entry.token.len();
+        offsets.push(*offset_chars);
+        *offset_chars += entry.token.chars().count();
     }
     json!({
         "tokens": entries.iter().map(|e| e.token.clone()).collect::<Vec<_>>(),
@@ -159,92 +227,46 @@ fn logprobs_json(entries: &[TokenLogprobs], text_offset: usize) -> Value {
     })
 }
 
-fn chunk(meta: &Meta, text: &str, logprobs: Value, finish: Value, include_usage: bool) -> SseEvent {
-    let mut body = json!({
-        "id": meta.id,
-        "object": "text_completion",
-        "created": meta.created,
-        "model": meta.model,
-        "system_fingerprint": crate::server::FINGERPRINT,
-        "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish}],
-    });
-    if include_usage {
-        body["usage"] = Value::Null;
-    }
-    SseEvent::default().data(body.to_string())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-async fn pump(
-    mut generation: Generation,
-    meta: Meta,
-    include_usage: bool,
-    tx: mpsc::Sender<Result<SseEvent, std::convert::Infallible>>,
-) {
-    let mut text_offset = 0;
-    let reason = loop {
-        match generation.next().await {
-            Step::Text(text, entries) => {
-                if text.is_empty() && entries.is_empty() {
-                    continue;
-                }
-                let logprobs = if meta.logprobs {
-                    logprobs_json(&entries, text_offset)
-                } else {
-                    Value::Null
-                };
-                text_offset += text.len();
-                if tx
-                    .send(Ok(chunk(
-                        &meta,
-                        &text,
-                        logprobs,
-                        Value::Null,
-                        include_usage,
-                    )))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-            }
-            Step::Done(reason) => break reason,
-            Step::Failed(message) => {
-                let _ = tx
-                    .send(Ok(
-                        SseEvent::default().data(engine_error(message).body().to_string())
-                    ))
-                    .await;
-                return;
-            }
-        }
-    };
-    let finish = finish_reason_text(reason, false);
-    if tx
-        .send(Ok(chunk(
-            &meta,
-            "",
-            Value::Null,
-            finish.into(),
-            include_usage,
-        )))
-        .await
-        .is_err()
-    {
-        return;
-    }
-    if include_usage {
-        let body = json!({
-            "id": meta.id, "object": "text_completion", "created": meta.created, "model": meta.model,
-            "system_fingerprint": crate::server::FINGERPRINT,
-            "choices": [], "usage": usage(&generation),
-        });
-        if tx
-            .send(Ok(SseEvent::default().data(body.to_string())))
-            .await
-            .is_err()
-        {
-            return;
+    fn entry(token: &str) -> TokenLogprobs {
+        TokenLogprobs {
+            token: token.into(),
+            bytes: token.as_bytes().to_vec(),
+            logprob: -0.5,
+            top: vec![(token.into(), token.as_bytes().to_vec(), -0.5)],
         }
     }
-    let _ = tx.send(Ok(SseEvent::default().data("[DONE]"))).await;
+
+    #[test]
+    fn text_offsets_count_characters_after_the_echo() {
+        let mut format = TextFormat::new("héllo ".into(), true);
+        assert_eq!(format.opening()[0]["text"], "héllo ");
+        let first = format.stream_text("wö", vec![entry("w"), entry("ö")]);
+        assert_eq!(first[0]["logprobs"]["text_offset"], json!([6, 7]));
+        let second = format.stream_text("rld", vec![entry("rld")]);
+        assert_eq!(second[0]["logprobs"]["text_offset"], json!([8]));
+        assert_eq!(second[0]["logprobs"]["tokens"], json!(["rld"]));
+        assert!(format.stream_text("", Vec::new()).is_empty());
+
+        let mut whole = TextFormat::new("héllo ".into(), true);
+        whole.absorb("wö", vec![entry("w"), entry("ö")]);
+        whole.absorb("rld", vec![entry("rld")]);
+        let choice = whole.complete();
+        assert_eq!(choice["text"], "héllo wörld");
+        assert_eq!(choice["logprobs"]["text_offset"], json!([6, 7, 8]));
+        assert_eq!(choice["logprobs"]["top_logprobs"][2], json!({"rld": -0.5}));
+    }
+
+    #[test]
+    fn without_logprobs_the_field_is_null_and_no_echo_sends_nothing_first() {
+        let mut format = TextFormat::new(String::new(), false);
+        assert!(format.opening().is_empty());
+        let chunks = format.stream_text("hi", Vec::new());
+        assert_eq!(chunks[0]["logprobs"], Value::Null);
+        format.absorb("hi", Vec::new());
+        assert_eq!(format.complete()["logprobs"], Value::Null);
+    }
 }

@@ -12,7 +12,7 @@ use super::body::JsonBody;
 use super::chat::render_chat;
 use crate::server::error::ApiError;
 use crate::server::generate::unix_now;
-use crate::server::params::Fields;
+use crate::server::params::{Fields, token_ids};
 use crate::server::state::AppState;
 
 const CHAT_PAGE: &str = include_str!("../page/index.html");
@@ -102,19 +102,7 @@ pub async fn detokenize(
     let items = fields
         .array("tokens")?
         .ok_or_else(|| ApiError::invalid("tokens", "'tokens' (a list of token ids) is required"))?;
-    let n_vocab = model.tokenizer().n_tokens() as u64;
-    let ids = items
-        .iter()
-        .map(|v| match v.as_u64() {
-            Some(id) if id < n_vocab => Ok(id as u32),
-            _ => Err(ApiError::invalid(
-                "tokens",
-                format!(
-                    "'tokens' must hold integer ids below the vocabulary size {n_vocab}, got {v}"
-                ),
-            )),
-        })
-        .collect::<Result<Vec<u32>, _>>()?;
+    let ids = token_ids(items, model.tokenizer().n_tokens(), "tokens")?;
     Ok(axum::Json(json!({"content": model.tokenizer().decode(&ids, true)})).into_response())
 }
 

@@ -6,6 +6,7 @@ mod body;
 mod chat;
 mod completions;
 mod misc;
+mod respond;
 
 use std::sync::Arc;
 use std::time::Instant;
