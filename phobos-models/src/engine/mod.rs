@@ -12,6 +12,7 @@
 //! ```
 
 mod error;
+mod footprint;
 mod session;
 pub mod weights;
 
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use error::{EngineError, Result};
+pub use footprint::Footprint;
 pub use session::Session;
 
 use crate::arch::attend::SeqSlot;
