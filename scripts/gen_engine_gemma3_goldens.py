@@ -8,7 +8,7 @@ Made with:
         --model models/gemma-3-270m-q4_k_m.gguf \
         --out tests/golden/engine/gemma3_270m_greedy.json
 
-It starts llama-server, sends each prompt to /completion (temperature 0,
+It starts llama-server (flags in SERVER_FLAGS, reasons beside them), sends each prompt to /completion (temperature 0,
 64 tokens, n_probs 2, no prompt cache) and writes one JSON file: per prompt
 the prompt text (verbatim), llama.cpp's prompt token ids (BOS included),
 the generated ids, and per generated position the top-2 (id, prob) pairs
@@ -36,6 +36,22 @@ PROMPTS = [
 ]
 
 N_PREDICT = 64
+
+# llama.cpp's settings, spelled out (the defaults where they are defaults):
+# - `--no-repack`: with repacking on, llama.cpp swaps Q4_K/Q6_K/Q8_0 weights
+#   for interleaved copies whose kernels sum in another order, and on this
+#   model that alone moves logits by ~0.5 and flips positions with top-2
+#   gaps above 0.1 (case 5 position 15: 0.13 repacked, 0.008 not). Without
+#   it every weight product is ggml's `vec_dot` (or llamafile's sgemm, same
+#   sums), which Phobos reproduces bit for bit.
+# - `-fa on` (what `auto` resolves to on the CPU) and an f16 KV cache
+#   (`-ctk f16 -ctv f16`, the default): Phobos follows that attention's
+#   numerics (f16 queries, f16 value accumulation; see SPEC.md).
+# - `-t 1`: the kernels split work by whole output rows, so the thread count
+#   does not change a result; one thread avoids OpenMP spin-waits on a
+#   loaded machine (45 minutes with `-t 2` on the shared 2-core box).
+SERVER_FLAGS = ["-t", "1", "-c", "2048", "-np", "1", "--no-repack", "-fa", "on",
+                "-ctk", "f16", "-ctv", "f16"]
 
 
 def post(port, path, body):
@@ -70,8 +86,7 @@ def main():
     ap.add_argument("--port", type=int, default=18431)
     args = ap.parse_args()
     proc = subprocess.Popen(
-        [args.server, "-m", args.model, "--port", str(args.port), "-t", "2",
-         "-c", "2048", "-np", "1"],
+        [args.server, "-m", args.model, "--port", str(args.port), *SERVER_FLAGS],
         stdout=subprocess.DEVNULL, stderr=open("/tmp/engine-golden-server.log", "w"),
     )
     try:
@@ -98,7 +113,8 @@ def main():
         header = ("made by scripts/gen_engine_gemma3_goldens.py --server /tmp/lcp/build/bin/llama-server "
                   "--model models/gemma-3-270m-q4_k_m.gguf --out tests/golden/engine/gemma3_270m_greedy.json")
         with open(args.out, "w") as f:
-            json.dump({"command": header, "n_predict": N_PREDICT, "cases": cases}, f, indent=1)
+            json.dump({"command": header, "llama_server_flags": SERVER_FLAGS,
+                       "n_predict": N_PREDICT, "cases": cases}, f, indent=1)
             f.write("\n")
     finally:
         proc.terminate()

@@ -1,6 +1,8 @@
 //! Gemma 3 270M Q4_K_M against llama.cpp's greedy continuations
 //! (`tests/golden/engine/gemma3_270m_greedy.json`, made by
-//! `scripts/gen_engine_gemma3_goldens.py`, command at its top).
+//! `scripts/gen_engine_gemma3_goldens.py`, command at its top: llama-server
+//! with `--no-repack -fa on` and an f16 KV cache, whose weight products
+//! Phobos reproduces bit for bit).
 //!
 //! Teacher-forced on llama.cpp's tokens, our argmax must equal its token
 //! wherever its top-2 probability gap is at least 0.1; free-running greedy
@@ -164,4 +166,44 @@ fn free_running_greedy_matches_llama_cpp_up_to_the_first_near_tie() {
         }
     }
     assert!(compared > 0);
+}
+
+/// The real model agrees with itself bit for bit: a prompt as one batch,
+/// split in two, and one token at a time give the same last logits (every
+/// weight product runs the same sums whatever the row count).
+#[test]
+fn split_and_one_at_a_time_prompts_equal_the_whole_one() {
+    let Some(model) = model() else { return };
+    let case = &cases()[5];
+    let mut tokens = case.prompt_ids.clone();
+    tokens.extend_from_slice(&case.generated[..16]);
+    let last = |session: &mut phobos_models::engine::Session, part: &[u32]| {
+        model
+            .forward(&mut [SeqInput {
+                session,
+                tokens: part,
+                logits: LogitsWanted::Last,
+            }])
+            .unwrap()
+            .remove(0)
+    };
+    let mut whole = model.new_session(512).unwrap();
+    let want = last(&mut whole, &tokens);
+    let mut split = model.new_session(512).unwrap();
+    last(&mut split, &tokens[..7]);
+    let got_split = last(&mut split, &tokens[7..]);
+    let mut single = model.new_session(512).unwrap();
+    let mut got_single = Vec::new();
+    for &t in &tokens {
+        got_single = last(&mut single, &[t]);
+    }
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert!(
+        bits(&got_split) == bits(&want),
+        "split prompt differs from the whole one"
+    );
+    assert!(
+        bits(&got_single) == bits(&want),
+        "token-at-a-time differs from the whole prompt"
+    );
 }

@@ -181,9 +181,7 @@ impl Architecture for Gemma3 {
         // Attention block: pre-norm, projections, per-head Q/K norms.
         let mut h = x.to_vec();
         rms_norm_rows(&mut h, &layer.attn_norm, self.rms_eps);
-        let mut q = layer.q.apply(gguf, &h, m)?;
-        let mut k = layer.k.apply(gguf, &h, m)?;
-        let v = layer.v.apply(gguf, &h, m)?;
+        let [mut q, mut k, v] = Linear::apply_all([&layer.q, &layer.k, &layer.v], gguf, &h, m)?;
         rms_norm_rows(&mut q, &layer.q_norm, self.rms_eps);
         rms_norm_rows(&mut k, &layer.k_norm, self.rms_eps);
         let (rope, window) = if layer.local {
@@ -207,8 +205,7 @@ impl Architecture for Gemma3 {
         // Feed-forward block: pre-norm, GeGLU, post-norm, residual.
         let mut h = x.to_vec();
         rms_norm_rows(&mut h, &layer.ffn_norm, self.rms_eps);
-        let mut gate = layer.gate.apply(gguf, &h, m)?;
-        let up = layer.up.apply(gguf, &h, m)?;
+        let [mut gate, up] = Linear::apply_all([&layer.gate, &layer.up], gguf, &h, m)?;
         geglu_in_place(&mut gate, &up);
         let mut ffn_out = layer.down.apply(gguf, &gate, m)?;
         rms_norm_rows(&mut ffn_out, &layer.post_ffn_norm, self.rms_eps);

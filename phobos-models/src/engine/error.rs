@@ -43,6 +43,8 @@ pub enum EngineError {
     ForeignSession,
     #[error(transparent)]
     Matmul(#[from] QMatmulError),
+    #[error("threads: {0}")]
+    Threads(String),
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;

@@ -12,6 +12,7 @@
 //! ```
 
 mod error;
+mod footprint;
 mod session;
 pub mod weights;
 
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use error::{EngineError, Result};
+pub use footprint::Footprint;
 pub use session::Session;
 
 use crate::arch::attend::SeqSlot;
@@ -33,7 +35,12 @@ pub type LoadProgress = Box<dyn Fn(u64, u64) + Send + Sync>;
 
 #[derive(Default)]
 pub struct LoadOptions {
-    /// Threads for the forward pass; `None` uses rayon's global pool.
+    /// Threads for the forward pass (`-t`): sizes both pools the engine
+    /// runs on, phobos-rt's host pool (the weight products; it is sized
+    /// once per process, so a second model asking for another count is an
+    /// error) and a rayon pool of its own (the other ops). `None`: the host
+    /// pool's `PHOBOS_THREADS` (default: the physical cores) and rayon's
+    /// global pool.
     pub n_threads: Option<usize>,
     /// Touch every weight page at load (so the first tokens do not wait
     /// on page faults), reporting progress.
@@ -91,15 +98,15 @@ impl Model {
             prefault(&gguf, options.progress.as_ref());
         }
         let pool = match options.n_threads {
-            Some(n) => Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(n.max(1))
-                    .build()
-                    .map_err(|e| EngineError::Metadata {
-                        key: "threads".into(),
-                        reason: e.to_string(),
-                    })?,
-            ),
+            Some(n) => {
+                phobos_rt::pool::init_global(n).map_err(|e| EngineError::Threads(e.to_string()))?;
+                Some(
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(n.max(1))
+                        .build()
+                        .map_err(|e| EngineError::Threads(e.to_string()))?,
+                )
+            }
             None => None,
         };
         Ok(Arc::new(Model {
@@ -110,6 +117,11 @@ impl Model {
             chat_template,
             pool,
         }))
+    }
+
+    /// Threads the weight products run on (the host pool's participants).
+    pub fn n_threads(&self) -> usize {
+        phobos_rt::pool::global().threads()
     }
 
     pub fn tokenizer(&self) -> &Tokenizer {

@@ -1,9 +1,15 @@
 //! Quantized matrix times activations: `out[m*rows + n] = sum_k x[m*cols + k] * W[n, k]`.
 //!
-//! This is the engine's one entry point for every weight product. It runs
-//! [`matmul_exact`]: each weight row dequantized to f32 and dotted in f32
-//! with every activation row (why not yet phobos-rt's fast `host::qmatmul`
-//! is said in `matmul`).
+//! This is the engine's one entry point for every weight product, prompt
+//! batches and decode rows alike. It runs phobos-rt's quantized matmul
+//! (`host::qmatmul`): the activations quantized to the format's partner
+//! type, ggml's integer kernels, SIMD picked at run time, the host pool's
+//! threads. Its sums are bit-exact with llama.cpp's `vec_dot` (and
+//! llamafile's sgemm) for every row count, so a prompt gives the same
+//! logits whether it runs as one batch, split, or a token at a time, and
+//! the same as llama.cpp run with `--no-repack` (see SPEC.md, "Engine
+//! numerics"). Formats the kernels lack fall back to [`matmul_exact`]: each
+//! weight row dequantized to f32 and dotted in f32 with every activation row.
 
 use rayon::prelude::*;
 
@@ -35,6 +41,8 @@ pub enum QMatmulError {
     },
     #[error("matmul: {0}")]
     Quant(#[from] QuantError),
+    #[error("matmul: {0}")]
+    Kernel(#[from] phobos_rt::host::qmatmul::QMatmulError),
 }
 
 impl QMatrixRef<'_> {
@@ -46,27 +54,63 @@ impl QMatrixRef<'_> {
         }
         Some(self.cols / info.block_len * info.block_bytes)
     }
+
+    fn kernel_ref(&self) -> phobos_rt::host::qmatmul::QMatrixRef<'_> {
+        phobos_rt::host::qmatmul::QMatrixRef {
+            ty: self.ty,
+            rows: self.rows,
+            cols: self.cols,
+            data: self.data,
+        }
+    }
 }
 
 /// Output rows handled per task: enough to amortise the scratch row, few
 /// enough to spread a small matrix over the threads.
 const ROWS_PER_TASK: usize = 16;
 
+/// `out[m*rows + n] = sum_k x[m*cols + k] * W[n, k]` with ggml's numerics.
 pub fn matmul(
     w: &QMatrixRef<'_>,
     x: &[f32],
     m_rows: usize,
     out: &mut [f32],
 ) -> Result<(), QMatmulError> {
-    // The exact form, for now. phobos-rt's fast kernels (`host::qmatmul`,
-    // ggml's integer numerics, bit-exact with ggml's own vec_dot) left
-    // llama.cpp's argmax on the Gemma 3 270M goldens (tests/engine_gemma3.rs:
-    // case 5 position 15, top-2 gap 0.147; case 9 free-running at token 2)
-    // whether prompt rows ran batched or one at a time, while this form
-    // matches llama.cpp at every clear position. Running them for decode
-    // only would make a split prompt differ from a whole one. Until the
-    // difference from llama.cpp is understood, the engine stays exact.
-    matmul_exact(w, x, m_rows, out)
+    use phobos_rt::host::qmatmul as fast;
+    check_shapes(w, x, m_rows, out)?;
+    match fast::matmul_threaded(&w.kernel_ref(), x, m_rows, out) {
+        Err(fast::QMatmulError::UnsupportedWeight { .. }) => matmul_exact(w, x, m_rows, out),
+        result => Ok(result?),
+    }
+}
+
+/// Activations quantized once for several weights that share their width
+/// and partner type (q/k/v, gate/up): `None` when the format has no
+/// quantized kernel (then call [`matmul`] per weight).
+pub fn quantize_for(
+    w: &QMatrixRef<'_>,
+    x: &[f32],
+    m_rows: usize,
+) -> Result<Option<phobos_rt::host::qmatmul::QActivations>, QMatmulError> {
+    use phobos_rt::host::qmatmul as fast;
+    if fast::vec_dot_type(w.ty).is_none() {
+        return Ok(None);
+    }
+    Ok(Some(fast::quantize_activations(w.ty, x, m_rows, w.cols)?))
+}
+
+/// [`matmul`] on activations from [`quantize_for`] (same partner type and
+/// width as `w`'s).
+pub fn matmul_quantized(
+    w: &QMatrixRef<'_>,
+    acts: &phobos_rt::host::qmatmul::QActivations,
+    out: &mut [f32],
+) -> Result<(), QMatmulError> {
+    Ok(phobos_rt::host::qmatmul::matmul_quantized_threaded(
+        &w.kernel_ref(),
+        acts,
+        out,
+    )?)
 }
 
 /// The exact f32 form: every weight row dequantized, dotted in f32.
@@ -76,22 +120,7 @@ pub fn matmul_exact(
     m_rows: usize,
     out: &mut [f32],
 ) -> Result<(), QMatmulError> {
-    let shape_err = || QMatmulError::Shape {
-        ty: w.ty,
-        rows: w.rows,
-        cols: w.cols,
-        data_len: w.data.len(),
-        m_rows,
-        x_len: x.len(),
-        out_len: out.len(),
-    };
-    let row_bytes = w.row_bytes().ok_or_else(shape_err)?;
-    if w.data.len() != row_bytes * w.rows
-        || x.len() != m_rows * w.cols
-        || out.len() != m_rows * w.rows
-    {
-        return Err(shape_err());
-    }
+    let row_bytes = check_shapes(w, x, m_rows, out)?;
     if m_rows == 0 || w.rows == 0 {
         return Ok(());
     }
@@ -118,6 +147,32 @@ pub fn matmul_exact(
         }
     }
     Ok(())
+}
+
+/// Bytes of one weight row, after checking every length against the shape.
+fn check_shapes(
+    w: &QMatrixRef<'_>,
+    x: &[f32],
+    m_rows: usize,
+    out: &[f32],
+) -> Result<usize, QMatmulError> {
+    let shape_err = || QMatmulError::Shape {
+        ty: w.ty,
+        rows: w.rows,
+        cols: w.cols,
+        data_len: w.data.len(),
+        m_rows,
+        x_len: x.len(),
+        out_len: out.len(),
+    };
+    let row_bytes = w.row_bytes().ok_or_else(shape_err)?;
+    if w.data.len() != row_bytes * w.rows
+        || x.len() != m_rows * w.cols
+        || out.len() != m_rows * w.rows
+    {
+        return Err(shape_err());
+    }
+    Ok(row_bytes)
 }
 
 /// Dot product with eight independent partial sums (vectorises).
@@ -174,6 +229,33 @@ mod tests {
             let tol = cols as f64 * 1e-6;
             for (g, r) in out.iter().zip(&want) {
                 prop_assert!((f64::from(*g) - r).abs() <= tol, "{g} vs {r}");
+            }
+        }
+    }
+
+    proptest! {
+        /// Each output row is the same bits whatever the batch it ran in:
+        /// what makes a split prompt equal a whole one.
+        #[test]
+        fn rows_do_not_depend_on_the_batch(rows in 1usize..40, blocks in 1usize..4, m in 2usize..6, seed in 0u64..1000) {
+            let cols = blocks * 256;
+            let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            let mut next = || { state ^= state << 13; state ^= state >> 7; state ^= state << 17; (state % 2001) as f32 / 1000.0 - 1.0 };
+            let w_f32: Vec<f32> = (0..rows * cols).map(|_| next()).collect();
+            let x: Vec<f32> = (0..m * cols).map(|_| next()).collect();
+            for ty in [GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K] {
+                let mut bytes = Vec::new();
+                quant::quantize(ty, &w_f32, &mut bytes).unwrap();
+                let w = QMatrixRef { ty, rows, cols, data: &bytes };
+                let mut batched = vec![0f32; m * rows];
+                matmul(&w, &x, m, &mut batched).unwrap();
+                for i in 0..m {
+                    let mut single = vec![0f32; rows];
+                    matmul(&w, &x[i * cols..(i + 1) * cols], 1, &mut single).unwrap();
+                    let got: Vec<u32> = single.iter().map(|v| v.to_bits()).collect();
+                    let want: Vec<u32> = batched[i * rows..(i + 1) * rows].iter().map(|v| v.to_bits()).collect();
+                    prop_assert_eq!(got, want, "{:?} row {}", ty, i);
+                }
             }
         }
     }

@@ -58,6 +58,8 @@ struct Shared {
 pub struct ThreadPool {
     shared: Arc<Shared>,
     threads: usize,
+    /// The count asked for (`threads` can be lower if a spawn failed).
+    requested: usize,
     launch: Mutex<()>,
     workers: Vec<JoinHandle<()>>,
 }
@@ -85,6 +87,39 @@ pub fn global() -> &'static ThreadPool {
         });
         ThreadPool::new(threads, &cpus)
     })
+}
+
+/// The global pool was already started with another thread count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the host thread pool already runs {running} threads (asked for {requested}); it is sized once per process, before its first use"
+)]
+pub struct PoolAlreadyStarted {
+    pub running: usize,
+    pub requested: usize,
+}
+
+/// Starts the process-wide pool with `threads` participants (an explicit
+/// count, e.g. a CLI's `-t`, which wins over `PHOBOS_THREADS`). Calling it
+/// again with the same count, or after the pool started with that count,
+/// is fine; another count once the pool runs is an error (the pool is
+/// sized once per process).
+pub fn init_global(threads: usize) -> std::result::Result<&'static ThreadPool, PoolAlreadyStarted> {
+    let requested = threads.max(1);
+    let pool = GLOBAL.get_or_init(|| {
+        let (cpus, _) = topology::host_cpus();
+        ThreadPool::new(requested, &cpus)
+    });
+    // A pool may come up short when the OS refuses a thread; that is not
+    // a conflict with the request.
+    if pool.requested == requested {
+        Ok(pool)
+    } else {
+        Err(PoolAlreadyStarted {
+            running: pool.threads,
+            requested,
+        })
+    }
 }
 
 impl ThreadPool {
@@ -116,6 +151,7 @@ impl ThreadPool {
         ThreadPool {
             shared,
             threads: workers.len() + 1,
+            requested: threads,
             launch: Mutex::new(()),
             workers,
         }

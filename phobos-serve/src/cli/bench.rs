@@ -52,7 +52,9 @@ pub struct BenchArgs {
     /// Repetitions of each test.
     #[arg(short = 'r', long = "repetitions", default_value_t = 5)]
     pub repetitions: usize,
-    /// Threads (comma separated for several rows; default: all cores).
+    /// Threads for every pool the engine uses (default: the host pool's
+    /// `PHOBOS_THREADS`, else the physical cores). One count per run: the
+    /// host pool is sized once per process.
     #[arg(short = 't', long = "threads", value_delimiter = ',')]
     pub threads: Vec<usize>,
     /// Tokens per prompt batch.
@@ -86,15 +88,20 @@ impl Row {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let thread_counts = if args.threads.is_empty() {
-        vec![std::thread::available_parallelism().map_or(1, |n| n.get())]
-    } else {
-        args.threads.clone()
-    };
+    let mut thread_counts = args.threads.clone();
+    thread_counts.dedup();
+    if thread_counts.len() > 1 {
+        anyhow::bail!(
+            "-t {:?}: phobos bench takes one thread count per run (the host thread pool is sized once per process); run it once per count",
+            args.threads
+        );
+    }
+    let requested = thread_counts.first().copied();
     let mut rows = Vec::new();
     let mut description = None;
-    for &threads in &thread_counts {
-        let model = load_model(&args.model, Some(threads))?;
+    {
+        let model = load_model(&args.model, requested)?;
+        let threads = model.n_threads();
         description.get_or_insert_with(|| describe(model.gguf()));
         for &depth in &args.n_depth {
             for &n in args.n_prompt.iter().filter(|&&n| n > 0) {

@@ -54,6 +54,10 @@ pub struct RunArgs {
     /// Tokens per prompt-processing batch.
     #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
     pub batch_size: usize,
+    /// After the answer, report the memory on stderr: weights mapped and
+    /// resident, f32 copies, KV cache, activation scratch, peak RSS.
+    #[arg(long)]
+    pub footprint: bool,
     /// Serve the model over the OpenAI API on this address instead (the
     /// original tool's spelling of `phobos serve MODEL --listen ADDR`).
     #[arg(long, value_name = "ADDR")]
@@ -143,7 +147,56 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     out.flush()?;
     print_stats(&stats);
+    if args.footprint {
+        print_footprint(&model, &session, args.batch_size);
+    }
     Ok(())
+}
+
+fn print_footprint(model: &Model, session: &Session, batch_size: usize) {
+    let f = model.footprint();
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let resident = f
+        .weights_resident_bytes
+        .map_or("unknown".to_owned(), |b| format!("{:.1} MiB", mib(b)));
+    eprintln!(
+        "footprint: weights {:.1} MiB mapped ({:.2} MiB F32 in the file), {resident} resident, {:.2} MiB copied to f32 (norms, biases)",
+        mib(f.weights_mapped_bytes),
+        mib(f.weights_f32_bytes),
+        mib(f.weights_copied_bytes),
+    );
+    eprintln!(
+        "footprint: KV cache {} bytes/token, {:.1} MiB for the {} cached tokens (of a {}-token context: {:.1} MiB full)",
+        f.kv_bytes_per_token,
+        mib(session.kv_bytes() as u64),
+        session.len(),
+        session.n_ctx(),
+        mib(f.kv_bytes_per_token * session.n_ctx() as u64),
+    );
+    eprintln!(
+        "footprint: activations at most {} bytes per batch row, {:.1} MiB for a {batch_size}-token batch, plus {:.1} MiB per row of logits",
+        f.scratch_bytes_per_row,
+        mib(f.scratch_bytes_per_row * batch_size as u64),
+        mib(f.logits_bytes_per_row),
+    );
+    if let Some(kib) = peak_rss_kib() {
+        eprintln!(
+            "footprint: peak resident set {:.1} MiB",
+            kib as f64 / 1024.0
+        );
+    }
+}
+
+/// `VmHWM` of this process (Linux), in KiB.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn repl(
