@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use phobos_cluster::net::auth::Token;
-use phobos_cluster::{exec, placement, pod, sched};
 use phobos_cluster::job::{self, Job};
+use phobos_cluster::net::auth::Token;
 use phobos_cluster::plan::{self, Ingest, Machine, PlanOptions};
 use phobos_cluster::store::{self, Fill};
+use phobos_cluster::{exec, placement, pod, sched};
 use phobos_rt::DType;
 
 #[derive(Parser)]

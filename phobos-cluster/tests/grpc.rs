@@ -328,7 +328,10 @@ fn a_pod_with_a_wrong_token_is_refused_and_logged() {
     let pod_log = log(&pod);
     assert!(!pod.status.success());
     assert!(pod_log.contains("refused pod0"), "{pod_log}");
-    assert!(pod_log.contains("wrong or missing cluster token"), "{pod_log}");
+    assert!(
+        pod_log.contains("wrong or missing cluster token"),
+        "{pod_log}"
+    );
     // The scheduler logs the refusal and, with no pod, gives up cleanly.
     let out = finish(sched, "the scheduler");
     let log = log(&out);

@@ -100,8 +100,7 @@ pub fn run_supertile(
 }
 
 /// Loads one input region of a supertile (from the store, or from a peer).
-pub type RegionLoader<'a> =
-    dyn FnMut(&TensorSpec, &Region) -> Result<HostTensor, ExecError> + 'a;
+pub type RegionLoader<'a> = dyn FnMut(&TensorSpec, &Region) -> Result<HostTensor, ExecError> + 'a;
 
 /// [`run_supertile`] with the input regions coming from `load`.
 pub fn run_supertile_with(

@@ -51,7 +51,11 @@ impl Token {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).map_err(|e| TokenError::Random(e.to_string()))?;
         Ok(Token(
-            bytes.iter().map(|b| format!("{b:02x}")).collect::<String>().into(),
+            bytes
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+                .into(),
         ))
     }
 

@@ -170,7 +170,11 @@ mod tests {
         }
         let mut host = args();
         host.backend = "host".into();
-        assert!(!manifests(Path::new("/data/j.job"), &host).unwrap().contains("nvidia"));
+        assert!(
+            !manifests(Path::new("/data/j.job"), &host)
+                .unwrap()
+                .contains("nvidia")
+        );
     }
 
     #[test]

@@ -12,7 +12,9 @@ pub const RANK_VARS: [&str; 2] = ["SLURM_PROCID", "JOB_COMPLETION_INDEX"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlacementError {
-    #[error("no --id given and none of {RANK_VARS:?} is set (Slurm and Kubernetes indexed Jobs set them)")]
+    #[error(
+        "no --id given and none of {RANK_VARS:?} is set (Slurm and Kubernetes indexed Jobs set them)"
+    )]
     NoRank,
     #[error("{var}=`{value}` is not a pod index")]
     BadRank { var: &'static str, value: String },

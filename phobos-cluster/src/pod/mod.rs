@@ -329,8 +329,7 @@ async fn fetch_kernel(client: &mut SchedClient, sha256: &str) -> Result<String, 
     while let Some(chunk) = stream.message().await? {
         bytes.extend_from_slice(&chunk.data);
     }
-    String::from_utf8(bytes)
-        .map_err(|_| tonic::Status::data_loss("the kernel source is not UTF-8"))
+    String::from_utf8(bytes).map_err(|_| tonic::Status::data_loss("the kernel source is not UTF-8"))
 }
 
 fn hostname() -> String {

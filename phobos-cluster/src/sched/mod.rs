@@ -58,10 +58,7 @@ pub enum SchedError {
     #[error(
         "node{node} died and no pod survives to recompute supertiles {supertiles:?}; the outputs are unchanged"
     )]
-    NoSurvivors {
-        node: usize,
-        supertiles: Vec<usize>,
-    },
+    NoSurvivors { node: usize, supertiles: Vec<usize> },
     #[error("supertile {supertile} failed on node{node}: {message}; the outputs are unchanged")]
     Supertile {
         supertile: usize,
@@ -241,7 +238,9 @@ impl<'a> Sched<'a> {
         if plan.ingest == Ingest::HomeFetch {
             for st in &plan.supertiles {
                 for (name, region) in &st.footprint.reads {
-                    homes.entry((name.clone(), region.clone())).or_insert(st.node);
+                    homes
+                        .entry((name.clone(), region.clone()))
+                        .or_insert(st.node);
                 }
             }
         }
@@ -281,10 +280,14 @@ impl<'a> Sched<'a> {
         Duration::from_millis(self.options.heartbeat_ms.saturating_mul(4).max(100))
     }
 
-    async fn serve(&mut self, events: &mut mpsc::UnboundedReceiver<Event>) -> Result<(), SchedError> {
+    async fn serve(
+        &mut self,
+        events: &mut mpsc::UnboundedReceiver<Event>,
+    ) -> Result<(), SchedError> {
         let began = Instant::now();
-        let mut tick =
-            tokio::time::interval(Duration::from_millis((self.options.heartbeat_ms / 2).max(10)));
+        let mut tick = tokio::time::interval(Duration::from_millis(
+            (self.options.heartbeat_ms / 2).max(10),
+        ));
         while self.stored.len() < self.plan.supertiles.len() {
             tokio::select! {
                 event = events.recv() => {
@@ -298,14 +301,18 @@ impl<'a> Sched<'a> {
                 .filter(|&p| self.pods[p].alive() && self.pods[p].last_seen.elapsed() > timeout)
                 .collect();
             for pod in silent {
-                self.lose(pod, &format!("missed heartbeats for {} ms", timeout.as_millis()))?;
+                self.lose(
+                    pod,
+                    &format!("missed heartbeats for {} ms", timeout.as_millis()),
+                )?;
             }
             if !self.started {
                 if self.pods.iter().all(PodState::alive) {
                     self.start();
                 } else if began.elapsed() > Duration::from_millis(self.options.join_timeout_ms) {
-                    let missing: Vec<usize> =
-                        (0..self.pods.len()).filter(|&p| !self.pods[p].alive()).collect();
+                    let missing: Vec<usize> = (0..self.pods.len())
+                        .filter(|&p| !self.pods[p].alive())
+                        .collect();
                     return Err(SchedError::JoinTimeout {
                         joined: self.pods.len() - missing.len(),
                         nodes: self.pods.len(),
