@@ -118,18 +118,37 @@ fn pods_match_one_process_and_survive_kills() {
             4,
             &[],
             Some("1:0"),
-            &["chaos: SIGKILL before its first compute", "node1 lost"],
+            &[
+                "chaos: SIGKILL before its first compute",
+                "node1 lost",
+                "recomputing from lineage on node",
+            ],
         ),
         // After storing some outputs.
         (
             4,
             &[],
             Some("2:1"),
-            &["chaos: SIGKILL after storing 1", "node2 lost"],
+            &[
+                "chaos: SIGKILL after storing 1",
+                "node2 lost",
+                "recomputing from lineage on node",
+            ],
         ),
         // Two pods, one after the other.
-        (4, &[], Some("0:1;3:0"), &["node0 lost", "node3 lost"]),
-        // The home of tiles others fetch dies while streaming one.
+        (
+            4,
+            &[],
+            Some("0:1;3:0"),
+            &[
+                "node0 lost",
+                "node3 lost",
+                "recomputing from lineage on node",
+            ],
+        ),
+        // The home of tiles others fetch dies while streaming one: the
+        // fetchers read the store instead (what it had not stored, if
+        // anything, is recomputed).
         (
             4,
             &["--ingest", "home-fetch"],
@@ -171,11 +190,9 @@ fn pods_match_one_process_and_survive_kills() {
             std::fs::read(d.join(&c)).unwrap() == expected,
             "case {i}: output differs\n{log}"
         );
-        assert_eq!(
-            log.contains("recomputing from lineage"),
-            chaos.is_some(),
-            "case {i}: {log}"
-        );
+        if chaos.is_none() {
+            assert!(!log.contains("recomputing from lineage"), "case {i}: {log}");
+        }
         for s in says {
             assert!(log.contains(s), "case {i}: no `{s}` in\n{log}");
         }
