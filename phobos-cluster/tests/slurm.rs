@@ -103,7 +103,7 @@ fn the_slurm_script_runs_the_job_on_a_local_slurm() {
         .arg(job("C.bin"))
         .args(["--machines", "1", "--pods-per-machine", "2"])
         .args(["--bin", BIN, "--port", &port, "--time", "00:05:00"])
-        .args(["--sched-args", "--budget 20000 --heartbeat-ms 200"]);
+        .arg("--sched-args=--budget 20000 --heartbeat-ms 1000");
     let out = bounded(generate, Duration::from_secs(30));
     assert!(out.status.success());
     let batch = d.join("job.sbatch");
