@@ -103,12 +103,19 @@ fn reference(d: &Path) -> Vec<u8> {
     std::fs::read(d.join("Cref.bin")).unwrap()
 }
 
+/// (pods, extra `run` args, chaos spec, what the log must say)
+type Case = (
+    usize,
+    &'static [&'static str],
+    Option<&'static str>,
+    &'static [&'static str],
+);
+
 #[test]
 fn pods_match_one_process_and_survive_kills() {
     let d = dir("chaos");
     let expected = reference(&d);
-    // (nodes, extra args, chaos spec, what the log must say)
-    let cases: &[(usize, &[&str], Option<&str>, &[&str])] = &[
+    let cases: &[Case] = &[
         (1, &[], None, &[]),
         (2, &[], None, &[]),
         (4, &[], None, &[]),
