@@ -13,5 +13,9 @@
 pub mod exec;
 pub mod interp;
 pub mod job;
+pub mod net;
+pub mod placement;
 pub mod plan;
+pub mod pod;
+pub mod sched;
 pub mod store;

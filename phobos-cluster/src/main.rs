@@ -1,16 +1,17 @@
 //! `phobos-cluster`: tensor files, planning and running cluster jobs.
 
-mod procs;
+mod launch;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use phobos_cluster::exec;
 use phobos_cluster::job::{self, Job};
+use phobos_cluster::net::auth::Token;
 use phobos_cluster::plan::{self, Ingest, Machine, PlanOptions};
 use phobos_cluster::store::{self, Fill};
+use phobos_cluster::{exec, placement, pod, sched};
 use phobos_rt::DType;
 
 #[derive(Parser)]
@@ -40,37 +41,102 @@ enum Command {
         #[arg(long)]
         dot: bool,
     },
-    /// Plan a job and run every supertile in this process, then commit
-    /// the outputs (all or nothing) and print their URIs.
+    /// Run a job: a scheduler and N pods as child processes on this
+    /// machine, over gRPC on loopback with a fresh token (or, with
+    /// --in-process, every supertile in this process). Prints the output
+    /// URIs once every output is stored.
     Run {
         job: PathBuf,
         #[command(flatten)]
         options: PlanArgs,
-        /// One worker process per node (this process schedules, detects
-        /// dead or silent workers and recomputes their supertiles).
+        /// Run every supertile in this process (no scheduler, no pods).
         #[arg(long)]
-        processes: bool,
-        /// Worker heartbeat interval; a worker silent for 4 intervals is
-        /// declared dead.
-        #[arg(long, default_value_t = 500)]
-        heartbeat_ms: u64,
+        in_process: bool,
+        #[command(flatten)]
+        liveness: Liveness,
     },
-    /// (internal) One node's worker process, started by `run --processes`.
-    #[command(hide = true)]
-    Worker {
+    /// The scheduler: waits for N pods, plans, runs, prints the output
+    /// URIs, exits 0 when every output is stored.
+    Sched {
+        #[arg(long, default_value = "127.0.0.1:7070")]
+        listen: String,
+        #[arg(long)]
         job: PathBuf,
         #[command(flatten)]
         options: PlanArgs,
+        /// The shared token (default: PHOBOS_CLUSTER_TOKEN).
         #[arg(long)]
-        node: usize,
-        #[arg(long, default_value_t = 0)]
-        attempt: usize,
-        #[arg(long, default_value_t = 500)]
-        heartbeat_ms: u64,
-        /// Comma-separated supertile ids, run in this order.
-        #[arg(long)]
-        supertiles: String,
+        token: Option<String>,
+        #[command(flatten)]
+        liveness: Liveness,
+        /// How long to wait for all pods to join, ms.
+        #[arg(long, default_value_t = 120_000)]
+        join_timeout_ms: u64,
     },
+    /// One pod (one process per device): registers with the scheduler,
+    /// runs the supertiles it is sent, serves tiles to its peers.
+    Pod {
+        /// The pod's index, 0..N; default: SLURM_PROCID or
+        /// JOB_COMPLETION_INDEX (Kubernetes indexed Jobs).
+        #[arg(long)]
+        id: Option<usize>,
+        /// The scheduler's host:port.
+        #[arg(long)]
+        sched: String,
+        /// Where this pod serves tiles to its peers (port 0: any free one).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: String,
+        /// The host:port peers reach this pod at (default: the bound
+        /// address, or HOSTNAME:PORT when listening on 0.0.0.0).
+        #[arg(long)]
+        advertise: Option<String>,
+        /// Bytes of supertile working sets held at once.
+        #[arg(long, default_value_t = 4 << 30)]
+        arena: u64,
+        #[arg(long, value_enum, default_value = "host")]
+        backend: BackendArg,
+        /// The shared token (default: PHOBOS_CLUSTER_TOKEN).
+        #[arg(long)]
+        token: Option<String>,
+        /// How long to keep trying to reach the scheduler, ms.
+        #[arg(long, default_value_t = 30_000)]
+        connect_timeout_ms: u64,
+        /// Supertiles in flight at once (as the arena allows).
+        #[arg(long, default_value_t = 2)]
+        concurrency: usize,
+    },
+    /// Print a Slurm batch script that runs a job: one pod per allocated
+    /// GPU (or task), the scheduler on the first node.
+    Slurm {
+        job: PathBuf,
+        #[command(flatten)]
+        placement: placement::slurm::SlurmArgs,
+    },
+    /// Print Kubernetes manifests that run a job: a scheduler Deployment
+    /// and Service, the pods as an indexed Job.
+    K8s {
+        job: PathBuf,
+        #[command(flatten)]
+        placement: placement::k8s::K8sArgs,
+    },
+}
+
+#[derive(clap::Args)]
+struct Liveness {
+    /// Pods send a heartbeat at this interval; a pod silent for 4
+    /// intervals is dead and its unstored supertiles are recomputed.
+    #[arg(long, default_value_t = 500)]
+    heartbeat_ms: u64,
+    /// With every pod dead, how long to wait for a restarted one to
+    /// rejoin before failing (0: fail at once).
+    #[arg(long, default_value_t = 0)]
+    rejoin_wait_ms: u64,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BackendArg {
+    Host,
+    Cuda,
 }
 
 #[derive(clap::Args)]
@@ -93,7 +159,7 @@ struct PlanArgs {
 }
 
 impl PlanArgs {
-    /// The same options as command-line arguments, for worker processes.
+    /// The same options as command-line arguments, for the scheduler.
     fn forward(&self) -> Vec<String> {
         let mut out = vec!["--nodes".to_string(), self.nodes.to_string()];
         if let Some(b) = self.budget {
@@ -188,45 +254,127 @@ fn main() -> Result<()> {
         Command::Run {
             job,
             options,
-            processes,
-            heartbeat_ms,
+            in_process,
+            liveness,
         } => {
-            if processes {
-                let (loaded, _, plan) = load(&job, &options)?;
-                let exe = std::env::current_exe().context("locating this executable")?;
-                let args = procs::WorkerArgs {
-                    forward: options.forward(),
-                    heartbeat_ms,
-                };
-                procs::run_processes(&exe, &job, &loaded, &plan, &args)
-                    .with_context(|| format!("running {}", job.display()))?;
-                for t in loaded.outputs() {
-                    println!("{}", t.uri);
-                }
-                Ok(())
-            } else {
+            if in_process {
                 run_command(&job, &options)
+            } else {
+                let exe = std::env::current_exe().context("locating this executable")?;
+                let mut forward = options.forward();
+                forward.extend(liveness.forward());
+                launch::run_children(&exe, &job, options.nodes, &forward)
+                    .with_context(|| format!("running {}", job.display()))
             }
         }
-        Command::Worker {
+        Command::Sched {
+            listen,
             job,
             options,
-            node,
-            attempt,
-            heartbeat_ms,
-            supertiles,
+            token,
+            liveness,
+            join_timeout_ms,
         } => {
-            let (loaded, binding, plan) = load(&job, &options)?;
-            let ids = supertiles
-                .split(',')
-                .filter(|s| !s.is_empty())
-                .map(|s| {
-                    s.parse::<usize>()
-                        .with_context(|| format!("bad supertile id `{s}`"))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            procs::worker(&loaded, &binding, &plan, node, attempt, &ids, heartbeat_ms)
+            let token = Token::from_arg_or_env(token)?;
+            let options = sched::SchedOptions {
+                job_path: job.clone(),
+                plan: options.options(),
+                listen,
+                token,
+                heartbeat_ms: liveness.heartbeat_ms,
+                join_timeout_ms,
+                rejoin_wait_ms: liveness.rejoin_wait_ms,
+            };
+            let runtime = runtime()?;
+            let report = runtime
+                .block_on(sched::run(options, |address| {
+                    use std::io::Write;
+                    // `run` reads this line to learn the port.
+                    println!("listening on {address}");
+                    let _ = std::io::stdout().flush();
+                }))
+                .with_context(|| format!("scheduling {}", job.display()));
+            // Compute threads still running for a lost cause are not waited for.
+            runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+            let report = report?;
+            tracing::info!(
+                seconds = report.seconds,
+                bytes_loaded = report.moved.loaded,
+                bytes_fetched = report.moved.fetched,
+                bytes_stored = report.moved.stored,
+                bytes_moved = report.moved.loaded + report.moved.fetched + report.moved.stored,
+                predicted_bytes = report.predicted_bytes,
+                predicted_s = report.predicted_s,
+                recomputed = report.recomputed,
+                "job done"
+            );
+            for uri in report.outputs {
+                println!("{uri}");
+            }
+            Ok(())
         }
+        Command::Pod {
+            id,
+            sched,
+            listen,
+            advertise,
+            arena,
+            backend,
+            token,
+            connect_timeout_ms,
+            concurrency,
+        } => {
+            let id = match id {
+                Some(id) => id,
+                None => placement::rank_from_env()?,
+            };
+            let options = pod::PodOptions {
+                id,
+                sched,
+                listen,
+                advertise,
+                arena_bytes: arena,
+                backend: match backend {
+                    BackendArg::Host => pod::Backend::Host,
+                    BackendArg::Cuda => pod::Backend::Cuda,
+                },
+                token: Token::from_arg_or_env(token)?,
+                connect_timeout_ms,
+                concurrency,
+            };
+            let runtime = runtime()?;
+            let result = runtime
+                .block_on(pod::run(options))
+                .with_context(|| format!("pod{id}"));
+            runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+            result
+        }
+        Command::Slurm { job, placement } => {
+            print!("{}", placement::slurm::script(&job, &placement)?);
+            Ok(())
+        }
+        Command::K8s { job, placement } => {
+            print!("{}", placement::k8s::manifests(&job, &placement)?);
+            Ok(())
+        }
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+impl Liveness {
+    fn forward(&self) -> Vec<String> {
+        vec![
+            "--heartbeat-ms".into(),
+            self.heartbeat_ms.to_string(),
+            "--rejoin-wait-ms".into(),
+            self.rejoin_wait_ms.to_string(),
+        ]
     }
 }
 

@@ -11,7 +11,7 @@ use phobos_build::ir::ParamKind;
 use phobos_rt::DType;
 
 use crate::interp::{InterpError, Program, Val};
-use crate::job::{Access, Binding, Job, ScalarValue};
+use crate::job::{Access, Binding, Job, ScalarValue, TensorSpec};
 use crate::plan::{Plan, Region, Supertile, lower::buffer_region};
 use crate::store::{self, HostTensor, StoreError};
 
@@ -21,6 +21,8 @@ pub enum ExecError {
     Store(Box<StoreError>),
     #[error(transparent)]
     Interp(Box<InterpError>),
+    #[error("{0}")]
+    Fetch(String),
     #[error("job input `{tensor}`: {source}")]
     Input {
         tensor: String,
@@ -87,6 +89,28 @@ pub fn run_supertile(
     st: &Supertile,
     scalars: &[(String, Val)],
 ) -> Result<Traffic, ExecError> {
+    run_supertile_with(job, binding, plan, st, scalars, &mut |spec, region| {
+        Ok(region_io::read_region(
+            &spec.path,
+            spec.dtype,
+            &spec.shape,
+            region,
+        )?)
+    })
+}
+
+/// Loads one input region of a supertile (from the store, or from a peer).
+pub type RegionLoader<'a> = dyn FnMut(&TensorSpec, &Region) -> Result<HostTensor, ExecError> + 'a;
+
+/// [`run_supertile`] with the input regions coming from `load`.
+pub fn run_supertile_with(
+    job: &Job,
+    binding: &Binding,
+    plan: &Plan,
+    st: &Supertile,
+    scalars: &[(String, Val)],
+    load: &mut RegionLoader<'_>,
+) -> Result<Traffic, ExecError> {
     let mut traffic = Traffic::default();
     let mut buffers: BTreeMap<String, (HostTensor, Region)> = BTreeMap::new();
     for p in &binding.kernel.params {
@@ -109,7 +133,7 @@ pub fn run_supertile(
         let touched_read = st.footprint.reads.contains_key(&p.name);
         let buffer = if touched_read && spec.access != Access::Write {
             traffic.bytes_loaded += (region.elements() * spec.dtype.size_bytes()) as u64;
-            region_io::read_region(&spec.path, spec.dtype, &spec.shape, &region)?
+            load(spec, &region)?
         } else {
             HostTensor::zeros(spec.dtype, &region.len)?
         };

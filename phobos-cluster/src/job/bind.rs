@@ -29,6 +29,12 @@ pub fn bind(job: &Job) -> Result<Binding, JobError> {
             ),
         )
     })?;
+    bind_source(job, text)
+}
+
+/// [`bind`] with the kernel source given as text (a pod that fetched it
+/// from the scheduler by content hash).
+pub fn bind_source(job: &Job, text: String) -> Result<Binding, JobError> {
     let source = phobos_build::Source::file(job.source.display().to_string(), text.clone());
     let module = phobos_build::check_source(&source).map_err(|d| {
         job.error(

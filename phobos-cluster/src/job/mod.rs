@@ -16,7 +16,7 @@
 
 mod bind;
 
-pub use bind::{Binding, bind};
+pub use bind::{Binding, bind, bind_kernel, bind_source};
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,483 @@
+//! The scheduler and pods as real processes over gRPC on loopback: results
+//! bit-identical to one process, pods SIGKILLed at several points (before
+//! their first compute, after storing some outputs, while streaming a
+//! tile to a peer, two one after the other) with the job still completing
+//! and the log naming what was recomputed, a restarted pod rejoining, no
+//! survivors, a wrong token, an unreachable scheduler and bad input all
+//! failing with a clear error and the outputs untouched. Every process is
+//! bounded in time.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use phobos_cluster::store::{self, Fill};
+use phobos_rt::DType;
+
+const LIMIT: Duration = Duration::from_secs(180);
+const BIN: &str = env!("CARGO_BIN_EXE_phobos-cluster");
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("phobos-grpc-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn kernels() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/kernels")
+}
+
+/// An SGEMM job in `d` writing `c` (fresh random old values; sizes that
+/// are multiples of no tile); returns the job path.
+fn sgemm(d: &Path, c: &str) -> PathBuf {
+    let (m, n, k) = (150, 130, 40);
+    let init = |name: &str, shape: &[usize], seed| {
+        if !d.join(name).exists() || name == c {
+            store::init_tensor(&d.join(name), DType::F32, shape, Fill::Random { seed }).unwrap();
+        }
+    };
+    init("A.bin", &[m, k], 1);
+    init("B.bin", &[k, n], 2);
+    init(c, &[m, n], 3);
+    let text = format!(
+        "source = {}/gemm_f32.ph\ntensor A = read f32 {m}x{k} file://A.bin\ntensor B = read f32 {k}x{n} file://B.bin\n\
+         tensor C = rmw f32 {m}x{n} file://{c}\nscalar alpha = f32 1.5\nscalar beta = f32 0.5\n",
+        kernels().display()
+    );
+    let path = d.join(format!("{c}.job"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Waits for `child` up to [`LIMIT`], collecting its output.
+fn finish(mut child: Child, what: &str) -> Output {
+    let started = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{what} did not finish within {LIMIT:?}:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("PHOBOS_LOG", "info")
+        .env_remove("PHOBOS_CLUSTER_CHAOS")
+        .env_remove("PHOBOS_CLUSTER_TOKEN");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    finish(command(args, env).spawn().unwrap(), &format!("{args:?}"))
+}
+
+fn log(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The single-process result of the SGEMM job.
+fn reference(d: &Path) -> Vec<u8> {
+    let job = sgemm(d, "Cref.bin");
+    let out = run(
+        &["run", job.to_str().unwrap(), "--nodes", "1", "--in-process"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", log(&out));
+    std::fs::read(d.join("Cref.bin")).unwrap()
+}
+
+/// (pods, extra `run` args, chaos spec, what the log must say)
+type Case = (
+    usize,
+    &'static [&'static str],
+    Option<&'static str>,
+    &'static [&'static str],
+);
+
+#[test]
+fn pods_match_one_process_and_survive_kills() {
+    let d = dir("chaos");
+    let expected = reference(&d);
+    let cases: &[Case] = &[
+        (1, &[], None, &[]),
+        (2, &[], None, &[]),
+        (4, &[], None, &[]),
+        (4, &["--ingest", "home-fetch"], None, &[]),
+        // Before its first compute.
+        (
+            4,
+            &[],
+            Some("1:0"),
+            &[
+                "chaos: SIGKILL before its first compute",
+                "node1 lost",
+                "recomputing from lineage on node",
+            ],
+        ),
+        // After storing some outputs.
+        (
+            4,
+            &[],
+            Some("2:1"),
+            &[
+                "chaos: SIGKILL after storing 1",
+                "node2 lost",
+                "recomputing from lineage on node",
+            ],
+        ),
+        // Two pods, one after the other.
+        (
+            4,
+            &[],
+            Some("0:1;3:0"),
+            &[
+                "node0 lost",
+                "node3 lost",
+                "recomputing from lineage on node",
+            ],
+        ),
+        // The home of tiles others fetch dies while streaming one: the
+        // fetchers read the store instead (what it had not stored, if
+        // anything, is recomputed).
+        (
+            4,
+            &["--ingest", "home-fetch"],
+            Some("0:fetch"),
+            &[
+                "chaos: SIGKILL mid-fetch",
+                "node0 lost",
+                "from node0 at 127.0.0.1:",
+                "retrying it from the store",
+            ],
+        ),
+    ];
+    for (i, &(nodes, extra, chaos, says)) in cases.iter().enumerate() {
+        let c = format!("C{i}.bin");
+        let job = sgemm(&d, &c);
+        let nodes_arg = nodes.to_string();
+        let mut args = vec![
+            "run",
+            job.to_str().unwrap(),
+            "--nodes",
+            &nodes_arg,
+            "--heartbeat-ms",
+            "1000",
+            "--budget",
+            "40000",
+        ];
+        args.extend_from_slice(extra);
+        let env: Vec<(&str, &str)> = chaos
+            .map(|c| vec![("PHOBOS_CLUSTER_CHAOS", c)])
+            .unwrap_or_default();
+        let out = run(&args, &env);
+        let log = log(&out);
+        assert!(out.status.success(), "case {i}: {log}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(&c),
+            "case {i}: output URI not printed"
+        );
+        assert!(
+            std::fs::read(d.join(&c)).unwrap() == expected,
+            "case {i}: output differs\n{log}"
+        );
+        if chaos.is_none() {
+            assert!(!log.contains("recomputing from lineage"), "case {i}: {log}");
+        }
+        for s in says {
+            assert!(log.contains(s), "case {i}: no `{s}` in\n{log}");
+        }
+        assert!(!store::staging_path(&d.join(&c)).exists());
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn flash_attention_on_2_pods_matches_one_process() {
+    let d = dir("flash");
+    let (h, s, t) = (2, 70, 90);
+    for (name, rows, seed) in [("Q.bin", s, 1), ("K.bin", t, 2), ("V.bin", t, 3)] {
+        store::init_tensor(
+            &d.join(name),
+            DType::F32,
+            &[h, rows, 64],
+            Fill::Random { seed },
+        )
+        .unwrap();
+    }
+    let job = |o: &str| {
+        let text = format!(
+            "source = {}/flash_attn_f32.ph\ntensor Q = read f32 {h}x{s}x64 file://Q.bin\n\
+             tensor K = read f32 {h}x{t}x64 file://K.bin\ntensor V = read f32 {h}x{t}x64 file://V.bin\n\
+             tensor O = write f32 {h}x{s}x64 file://{o}\nscalar scale = f32 0.125\n",
+            kernels().display()
+        );
+        let path = d.join(format!("{o}.job"));
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let reference = job("Oref.bin");
+    let out = run(&["run", reference.to_str().unwrap(), "--in-process"], &[]);
+    assert!(out.status.success(), "{}", log(&out));
+    let pods = job("O2.bin");
+    let out = run(&["run", pods.to_str().unwrap(), "--nodes", "2"], &[]);
+    assert!(out.status.success(), "{}", log(&out));
+    assert!(std::fs::read(d.join("O2.bin")).unwrap() == std::fs::read(d.join("Oref.bin")).unwrap());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Starts `sched` on a free port with `token`; returns it and its address.
+fn start_sched(job: &Path, token: &str, extra: &[&str]) -> (Child, String) {
+    let mut args = vec![
+        "sched",
+        "--listen",
+        "127.0.0.1:0",
+        "--job",
+        job.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let mut child = command(&args, &[("PHOBOS_CLUSTER_TOKEN", token)])
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut line = Vec::new();
+    let mut byte = [0u8];
+    while stdout.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    let line = String::from_utf8(line).unwrap();
+    let address = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("scheduler said `{line}`"))
+        .to_string();
+    // The rest of stdout (output URIs) is drained when the test reads it.
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = stdout.read_to_string(&mut rest);
+    });
+    (child, address)
+}
+
+fn start_pod(id: usize, sched: &str, token: &str, env: &[(&str, &str)]) -> Child {
+    let id = id.to_string();
+    let mut all = vec![("PHOBOS_CLUSTER_TOKEN", token)];
+    all.extend_from_slice(env);
+    command(&["pod", "--id", &id, "--sched", sched], &all)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_restarted_pod_rejoins_the_running_job() {
+    let d = dir("rejoin");
+    let expected = reference(&d);
+    let job = sgemm(&d, "C.bin");
+    let (sched, address) = start_sched(
+        &job,
+        "tok",
+        &[
+            "--nodes",
+            "1",
+            "--budget",
+            "40000",
+            "--heartbeat-ms",
+            "1000",
+            "--rejoin-wait-ms",
+            "60000",
+        ],
+    );
+    // Dies after storing one supertile; the scheduler waits for a rejoin.
+    let first = start_pod(0, &address, "tok", &[("PHOBOS_CLUSTER_CHAOS", "0:1")]);
+    let out = finish(first, "the first pod");
+    assert!(!out.status.success());
+    let second = start_pod(0, &address, "tok", &[]);
+    let out = finish(sched, "the scheduler");
+    let log = log(&out);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("node0 rejoined the running job"), "{log}");
+    assert!(log.contains("recomputing from lineage on node0"), "{log}");
+    assert!(finish(second, "the second pod").status.success());
+    assert!(std::fs::read(d.join("C.bin")).unwrap() == expected);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn no_survivors_is_a_clear_error_and_outputs_stay() {
+    let d = dir("allkilled");
+    let job = sgemm(&d, "C.bin");
+    let before = std::fs::read(d.join("C.bin")).unwrap();
+    let out = run(
+        &[
+            "run",
+            job.to_str().unwrap(),
+            "--nodes",
+            "2",
+            "--heartbeat-ms",
+            "1000",
+        ],
+        &[("PHOBOS_CLUSTER_CHAOS", "0:0;1:0")],
+    );
+    let log = log(&out);
+    assert!(!out.status.success());
+    assert!(log.contains("no pod survives"), "{log}");
+    assert_eq!(std::fs::read(d.join("C.bin")).unwrap(), before);
+    assert!(!store::staging_path(&d.join("C.bin")).exists());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_pod_with_a_wrong_token_is_refused_and_logged() {
+    let d = dir("token");
+    let job = sgemm(&d, "C.bin");
+    let before = std::fs::read(d.join("C.bin")).unwrap();
+    let (sched, address) = start_sched(&job, "right", &["--join-timeout-ms", "3000"]);
+    let pod = finish(start_pod(0, &address, "wrong", &[]), "the pod");
+    let pod_log = log(&pod);
+    assert!(!pod.status.success());
+    assert!(pod_log.contains("refused pod0"), "{pod_log}");
+    assert!(
+        pod_log.contains("wrong or missing cluster token"),
+        "{pod_log}"
+    );
+    // The scheduler logs the refusal and, with no pod, gives up cleanly.
+    let out = finish(sched, "the scheduler");
+    let log = log(&out);
+    assert!(!out.status.success());
+    assert!(
+        log.contains("refused a call without the right cluster token"),
+        "{log}"
+    );
+    assert!(log.contains("only 0 of 1 pods joined"), "{log}");
+    assert_eq!(std::fs::read(d.join("C.bin")).unwrap(), before);
+    assert!(!store::staging_path(&d.join("C.bin")).exists());
+    // No token at all is an error before anything starts.
+    let out = run(&["sched", "--job", job.to_str().unwrap()], &[]);
+    assert!(log_contains(&out, "no cluster token"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+fn log_contains(out: &Output, needle: &str) -> bool {
+    !out.status.success() && log(out).contains(needle)
+}
+
+#[test]
+fn an_unreachable_scheduler_is_a_clear_error() {
+    // A port nothing listens on: bind one, then free it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let out = run(
+        &[
+            "pod",
+            "--id",
+            "0",
+            "--sched",
+            &address,
+            "--connect-timeout-ms",
+            "500",
+        ],
+        &[("PHOBOS_CLUSTER_TOKEN", "t")],
+    );
+    assert!(
+        log_contains(&out, &format!("cannot reach the scheduler at {address}")),
+        "{}",
+        log(&out)
+    );
+}
+
+#[test]
+fn bad_input_fails_fast_with_the_outputs_untouched() {
+    let d = dir("bad");
+    let job = sgemm(&d, "C.bin");
+    let before = std::fs::read(d.join("C.bin")).unwrap();
+    let text = std::fs::read_to_string(&job).unwrap();
+    let cases: &[(&str, String, &str)] = &[
+        (
+            "malformed",
+            text.replace("tensor A = read", "tensor A = reed"),
+            ":2:",
+        ),
+        (
+            "unknown parameter",
+            format!("{text}scalar gamma = f32 1.0\n"),
+            "gamma",
+        ),
+        (
+            "missing input",
+            text.replace("file://A.bin", "file://nope.bin"),
+            "nope.bin",
+        ),
+        (
+            "short input",
+            text.replace("file://A.bin", "file://short.bin"),
+            "short.bin",
+        ),
+    ];
+    std::fs::write(d.join("short.bin"), [0u8; 100]).unwrap();
+    for (what, job_text, says) in cases {
+        let path = d.join("bad.job");
+        std::fs::write(&path, job_text).unwrap();
+        let out = run(&["run", path.to_str().unwrap(), "--nodes", "2"], &[]);
+        assert!(
+            log_contains(&out, says),
+            "{what}: no `{says}` in\n{}",
+            log(&out)
+        );
+        assert_eq!(std::fs::read(d.join("C.bin")).unwrap(), before, "{what}");
+        assert!(!store::staging_path(&d.join("C.bin")).exists(), "{what}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn tensor_and_plan_commands_name_the_problem() {
+    let d = dir("cli");
+    std::fs::write(
+        d.join("bad.job"),
+        "source = x.ph\ntensor A = read f32 4x4\n",
+    )
+    .unwrap();
+    let out = run(&["plan", d.join("bad.job").to_str().unwrap()], &[]);
+    assert!(log_contains(&out, "bad.job:2:"), "{}", log(&out));
+    let uri = format!("file://{}", d.join("t.bin").display());
+    let out = run(
+        &[
+            "tensor", "init", "--uri", &uri, "--shape", "3x4", "--fill", "iota",
+        ],
+        &[],
+    );
+    assert!(out.status.success());
+    let out = run(
+        &[
+            "tensor", "peek", "--uri", &uri, "--shape", "3x4", "--count", "2",
+        ],
+        &[],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "[0, 0] = 0\n[2, 3] = 11\n"
+    );
+    let out = run(&["tensor", "peek", "--uri", &uri, "--shape", "4x4"], &[]);
+    assert!(log(&out).contains("expected 64 bytes, the file has 48"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
