@@ -126,6 +126,9 @@ impl<'k> Emitter<'k> {
         let dtype = self.dtype_of(e)?;
         match home {
             LocalHome::Ssa(v) => Ok(v),
+            LocalHome::Quant(_) => Err(MlirError::unsupported(
+                "a quantized local read as a value (compiler bug: only dot, dot_t and dequant take one)",
+            )),
             LocalHome::ScalarVar(buf) => {
                 let zero = self.const_i32(0);
                 let raw = self.buffer_load(buf, &zero);
@@ -444,7 +447,12 @@ impl<'k> Emitter<'k> {
                 })?;
                 Ok(self.convert(i, DType::I32, dtype))
             }
-            Builtin::Dot | Builtin::DotT => self.dot(func, arg(0)?, arg(1)?, dtype, at),
+            Builtin::Dot | Builtin::DotT => {
+                if let Some(tiles) = self.partner_tiles.get(&(e as *const Expr)).cloned() {
+                    return self.quant_dot(args, &tiles, at);
+                }
+                self.dot(func, arg(0)?, arg(1)?, dtype, at)
+            }
             Builtin::RowSum | Builtin::RowMax | Builtin::RowMin => {
                 let how = match func {
                     Builtin::RowSum => Reduce::Sum,
@@ -520,7 +528,8 @@ impl<'k> Emitter<'k> {
                 };
                 self.min_max(how, a, b, dtype)
             }
-            Builtin::Dequant => Err(MlirError::unsupported("`dequant` (quantized tiles)")),
+            Builtin::Dequant => self.dequant_at(arg(0)?, at),
+            Builtin::QLevels | Builtin::QScales => self.block_access_at(func, arg(0)?, at),
             Builtin::Abs
             | Builtin::Exp
             | Builtin::Log
