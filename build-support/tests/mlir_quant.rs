@@ -8,7 +8,9 @@
 //! device check's job.
 #![cfg(feature = "ptx")]
 
-use std::{path::Path, process::Command};
+mod support;
+
+use support::{assemble, ptxas};
 
 use phobos_build::{Source, back::mlir, check_source, ir};
 
@@ -101,34 +103,9 @@ fn check(src: &str) -> Vec<ir::Kernel> {
         .kernels
 }
 
-fn assemble(ptxas: &Path, ptx: &str, chip: &str, what: &str) {
-    let dir = std::env::temp_dir().join(format!("phobos-mlir-quant-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ptx_path = dir.join(format!("{what}_{chip}.ptx"));
-    std::fs::write(&ptx_path, ptx).unwrap();
-    let out = Command::new(ptxas)
-        .arg(format!("-arch={chip}"))
-        .arg(&ptx_path)
-        .arg("-o")
-        .arg(dir.join(format!("{what}_{chip}.cubin")))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ptxas -arch={chip} rejected {what}:\n{}\n(PTX kept at {})",
-        String::from_utf8_lossy(&out.stderr),
-        ptx_path.display()
-    );
-}
-
 #[test]
 fn every_lowered_format_compiles_and_assembles_for_every_chip() {
-    use phobos_build::back::mlir::ptxas;
-    let ptxas_path = ptxas::find();
-    if ptxas_path.is_none() {
-        assert!(!ptxas::required(), "{}", ptxas::MISSING_BUT_REQUIRED);
-        eprintln!("note: ptxas not found; PTX is produced but not assembled");
-    }
+    let ptxas_path = ptxas();
     for (format, block) in LOWERED {
         for kernel in check(&kernels_for(format, block)) {
             let config = kernel.default_config();
@@ -162,4 +139,50 @@ kernel t(W: tensor<iq2_xxs>[N, 256], Y: tensor<f32>[N, 256]) {
     let err = mlir::compile_ptx(&kernel, &kernel.default_config(), "sm_80", 32).unwrap_err();
     assert!(err.to_string().contains("iq2_xxs"), "{err}");
     assert!(err.to_string().contains("`W`"), "{err}");
+}
+
+/// The language-level pieces of §14 on the GPU: a store that quantizes into
+/// a `tensor<q8_0>`, and ggml's contraction written with `qlevels` and
+/// `qscales` (tests/quant_reference.rs runs the same kernels on the host).
+const LANGUAGE_KERNELS: &str = "
+@grid(M, cdiv(K, 64))
+kernel quantize_q8_0(X: tensor<f32>[M, K], XQ: tensor<q8_0>[M, K]) {
+  let m = program_id(0)
+  let k = program_id(1) * 64
+  XQ[m :+ 1, k :+ 64] = X[m :+ 1, k :+ 64]
+}
+
+@grid(M, N)
+kernel reference(XQ: tensor<q8_0>[M, K], W: tensor<q5_0>[N, K], Y: tensor<f32>[M, N]) {
+  let m = program_id(0)
+  let n = program_id(1)
+  var acc: tile<f32>[1, 1] = 0.0
+  for k in range(0, K, 32) {
+    let x = XQ[m :+ 1, k :+ 32]
+    let w = W[n :+ 1, k :+ 32]
+    acc += f32(dot_t(qlevels(x), qlevels(w))) * (qscales(w) * qscales(x))
+  }
+  Y[m :+ 1, n :+ 1] = acc
+}
+";
+
+#[test]
+fn quantizing_stores_and_block_access_assemble_for_every_chip() {
+    let ptxas_path = ptxas();
+    for kernel in check(LANGUAGE_KERNELS) {
+        let config = kernel.default_config();
+        for chip in ["sm_75", "sm_80", "sm_90"] {
+            let what = format!("language_{}", kernel.name);
+            let variant = mlir::compile_ptx(&kernel, &config, chip, 32)
+                .unwrap_or_else(|e| panic!("{what} {chip}: {e}"));
+            assert!(!variant.ptx.contains("fma."), "{what} {chip} fuses a multiply-add");
+            if kernel.name == "quantize_q8_0" {
+                // Bytes are written one at a time into the blocks.
+                assert!(variant.ptx.contains("st.global.u8") || variant.ptx.contains("st.global.b8"), "{}", variant.ptx);
+            }
+            if let Some(p) = &ptxas_path {
+                assemble(p, &variant.ptx, chip, &what);
+            }
+        }
+    }
 }

@@ -45,7 +45,8 @@ impl<'k> Emitter<'k> {
                     let extents = self.extents(e)?;
                     let lin = self.linear(&at.idx, &extents);
                     let raw = self.buffer_load(buf, &lin);
-                    Ok(self.loaded_value(raw, self.dtype_of(e)?))
+                    // A staged quantized operand holds its f32 values.
+                    Ok(self.loaded_value(raw, self.operand_dtype(e)?))
                 }
                 Hoisted::Fragment(buf) => {
                     let slot = at.slot.clone().ok_or_else(|| {

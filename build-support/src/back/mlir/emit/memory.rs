@@ -28,7 +28,7 @@ impl<'k> Emitter<'k> {
     }
 
     /// The extent of tensor dim `dim` as the index type.
-    fn tensor_extent(&mut self, dim: &Dim) -> Result<Val, MlirError> {
+    pub(super) fn tensor_extent(&mut self, dim: &Dim) -> Result<Val, MlirError> {
         match dim {
             Dim::Lit(v) => Ok(self.const_int(*v, self.idx_ty)),
             Dim::Sym(name) => {

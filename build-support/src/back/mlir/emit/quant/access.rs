@@ -73,17 +73,7 @@ impl<'k> Emitter<'k> {
         if !self.is_shared_local(value) {
             self.materialize(value)?;
         }
-        let mut dims = Vec::with_capacity(index.len());
-        for slice in index {
-            dims.push(match slice {
-                Slice::Point(p) | Slice::Span { start: p, .. } => {
-                    let v = self.eval(p, &At::scalar())?;
-                    let v = self.index_value(v, self.dtype_of(p)?);
-                    (Some(v), matches!(slice, Slice::Span { .. }))
-                }
-                Slice::Full => (None, true),
-            });
-        }
+        let dims = self.view_dims(index)?;
         let quant = self
             .kernel
             .param(tensor)

@@ -90,17 +90,7 @@ impl<'k> Emitter<'k> {
                 let quant = e.elem.quant().ok_or_else(|| {
                     MlirError::unsupported("a quantized view of a float tensor (compiler bug)")
                 })?;
-                let mut dims = Vec::with_capacity(index.len());
-                for slice in index {
-                    dims.push(match slice {
-                        Slice::Point(p) | Slice::Span { start: p, .. } => {
-                            let v = self.eval(p, &At::scalar())?;
-                            let v = self.index_value(v, self.dtype_of(p)?);
-                            (Some(v), matches!(slice, Slice::Span { .. }))
-                        }
-                        Slice::Full => (None, true),
-                    });
-                }
+                let dims = self.view_dims(index)?;
                 Ok(QuantView {
                     tensor: tensor.clone(),
                     quant,
@@ -111,6 +101,23 @@ impl<'k> Emitter<'k> {
                 "a quantized value that is neither a tensor slice nor a local (compiler bug)",
             )),
         }
+    }
+
+    /// Per subscript of a quantized slice: its index or start (index
+    /// type; `None` for `:`) and whether the dim stays in the tile.
+    pub(crate) fn view_dims(&mut self, index: &[Slice]) -> Result<Vec<(Option<Val>, bool)>, MlirError> {
+        let mut dims = Vec::with_capacity(index.len());
+        for slice in index {
+            dims.push(match slice {
+                Slice::Point(p) | Slice::Span { start: p, .. } => {
+                    let v = self.eval(p, &At::scalar())?;
+                    let v = self.index_value(v, self.dtype_of(p)?);
+                    (Some(v), matches!(slice, Slice::Span { .. }))
+                }
+                Slice::Full => (None, true),
+            });
+        }
+        Ok(dims)
     }
 
     /// `let w = W[...]` with `W` quantized: records the view.
@@ -162,7 +169,7 @@ impl<'k> Emitter<'k> {
                     MlirError::unsupported("a point subscript without an index (compiler bug)")
                 })?
             };
-            let extent = self.quant_extent(&dims[d])?;
+            let extent = self.tensor_extent(&dims[d])?;
             let zero = self.const_int(0, idx_ty);
             let ge = self
                 .t
@@ -243,20 +250,6 @@ impl<'k> Emitter<'k> {
             _ => Err(MlirError::unsupported(format!(
                 "unknown quantized tensor `{tensor}`"
             ))),
-        }
-    }
-
-    fn quant_extent(&mut self, dim: &Dim) -> Result<Val, MlirError> {
-        match dim {
-            Dim::Lit(v) => Ok(self.const_int(*v, self.idx_ty)),
-            Dim::Sym(name) => {
-                let d = self
-                    .dims
-                    .get(name)
-                    .cloned()
-                    .ok_or_else(|| MlirError::unsupported(format!("unknown dim `{name}`")))?;
-                Ok(self.index_value(d, DType::I32))
-            }
         }
     }
 

@@ -1,10 +1,15 @@
 //! The decoding trees against phobos-quant (dequant, bit for bit) and
-//! against the host's ggml contraction (the block terms, bit for bit), on
+//! against the ggml reference of phobos-rt's tests (the block terms, bit
+//! for bit; the host back end is tested against the same reference), on
 //! random blocks from phobos-quant's quantizers. The partner operand is
 //! quantized here by phobos-quant; the emitted MLIR quantizes it with the
 //! same operations (checked on a GPU by the device check only).
 
 use phobos_quant::GgmlType;
+
+#[allow(dead_code)]
+#[path = "../../../../../../phobos-rt/tests/support/ggml_reference.rs"]
+mod ggml_reference;
 
 use super::format::{Format, Partner, Q, Term, format};
 use super::interp::eval;
@@ -195,48 +200,30 @@ fn tree_term(f: &Format, term: &Term, w: &[u8], x: &PartnerBlock) -> f32 {
 }
 
 #[test]
-fn ggml_block_terms_match_the_host_contraction_bit_exact() {
+fn ggml_block_terms_match_the_reference_bit_exact() {
     let mut checked = 0;
     for f in lowered() {
         let Some((partner, term)) = f.ggml.clone() else {
             continue;
         };
-        let len = f.block_len as usize;
-        let weights = blocks(&f);
-        let rows = weights.len();
-        let w_bytes: Vec<u8> = weights.concat();
-        let q = phobos_rt::host::QTile::from_blocks(
-            ggml_type(f.quant),
-            &[rows, len],
-            w_bytes,
-            vec![true; rows],
-        )
-        .unwrap();
+        let ty = ggml_type(f.quant);
+        assert_eq!(ggml_reference::partner(ty), Some(partner_type(partner)), "{}", f.quant);
         for seed in 100..104u64 {
-            let x = values(seed, len);
-            let host = phobos_rt::host::ggml_rows(&q, &x).unwrap().unwrap();
+            let x = values(seed, f.block_len as usize);
             let mut xq = Vec::new();
             phobos_quant::quantize(partner_type(partner), &x, &mut xq).unwrap();
-            let per = partner_type(partner).info().block_bytes;
-            for (r, w) in weights.iter().enumerate() {
-                // One weight block: the host sums it onto 0.0 alone.
-                let mut sum = 0f32;
-                for (i, chunk) in xq.chunks_exact(per).enumerate() {
-                    // Q8_K covers the whole block; q8_0/q8_1 blocks are 32
-                    // elements, as are the legacy weight blocks.
-                    assert_eq!(i, 0, "{}: one partner block per weight block", f.quant);
-                    sum += tree_term(&f, &term, w, &partner_block(partner, chunk));
-                }
+            for w in blocks(&f) {
+                let want = ggml_reference::block_term(ty, &w, &xq);
+                let got = tree_term(&f, &term, &w, &partner_block(partner, &xq));
                 assert_eq!(
-                    sum.to_bits(),
-                    host[r].to_bits(),
-                    "{} row {r} seed {seed}: tree {sum}, host {}",
-                    f.quant,
-                    host[r]
+                    got.to_bits(),
+                    want.to_bits(),
+                    "{} seed {seed}: tree {got}, reference {want}",
+                    f.quant
                 );
                 checked += 1;
             }
         }
     }
-    assert!(checked >= 10 * 12 * 4, "{checked}");
+    assert_eq!(checked, 11 * 4 * 12, "every format with a partner, every block");
 }
