@@ -124,7 +124,8 @@ impl<'k> Emitter<'k> {
         let (i, acc, result) = self.open_accumulating_loop(len, &zero_f);
         let v = read(self, &i)?;
         let a = self.float_intrinsic1("llvm.fabs", v);
-        let next = self.t.def(Ty::F32, format!("arith.maxnumf {acc}, {a} : f32"));
+        // The intrinsic, not `arith.maxnumf`: that lowers to libdevice.
+        let next = self.float_intrinsic2("llvm.maxnum", acc, a);
         let amax = self.close_accumulating_loop(&next, result);
         let c127 = self.const_float(127.0, Ty::F32);
         let d = self.t.def(Ty::F32, format!("arith.divf {amax}, {c127} : f32"));
