@@ -153,7 +153,11 @@ fn the_language_reference_matches_the_generated_ggml_form() {
     reference_q4_0::launch(&device, &xq, &w, &mut reference).unwrap();
     let (g, r) = (generated.to_vec().unwrap(), reference.to_vec().unwrap());
     for (i, (a, b)) in g.iter().zip(&r).enumerate() {
-        assert_eq!(a.to_bits(), b.to_bits(), "[{i}]: generated {a}, reference {b}");
+        assert_eq!(
+            a.to_bits(),
+            b.to_bits(),
+            "[{i}]: generated {a}, reference {b}"
+        );
     }
 }
 

@@ -117,7 +117,10 @@ fn every_lowered_format_compiles_and_assembles_for_every_chip() {
                     assert!(variant.ptx.contains(&format!(".entry {}", kernel.name)));
                     assert!(!variant.ptx.contains("__nv_"), "libdevice call in {what}");
                     // §14: every float step rounds on its own.
-                    assert!(!variant.ptx.contains("fma."), "{what} {chip} fuses a multiply-add");
+                    assert!(
+                        !variant.ptx.contains("fma."),
+                        "{what} {chip} fuses a multiply-add"
+                    );
                     if let Some(p) = &ptxas_path {
                         assemble(p, &variant.ptx, chip, &what);
                     }
@@ -175,10 +178,17 @@ fn quantizing_stores_and_block_access_assemble_for_every_chip() {
             let what = format!("language_{}", kernel.name);
             let variant = mlir::compile_ptx(&kernel, &config, chip, 32)
                 .unwrap_or_else(|e| panic!("{what} {chip}: {e}"));
-            assert!(!variant.ptx.contains("fma."), "{what} {chip} fuses a multiply-add");
+            assert!(
+                !variant.ptx.contains("fma."),
+                "{what} {chip} fuses a multiply-add"
+            );
             if kernel.name == "quantize_q8_0" {
                 // Bytes are written one at a time into the blocks.
-                assert!(variant.ptx.contains("st.global.u8") || variant.ptx.contains("st.global.b8"), "{}", variant.ptx);
+                assert!(
+                    variant.ptx.contains("st.global.u8") || variant.ptx.contains("st.global.b8"),
+                    "{}",
+                    variant.ptx
+                );
             }
             if let Some(p) = &ptxas_path {
                 assemble(p, &variant.ptx, chip, &what);

@@ -597,7 +597,10 @@ impl KernelChecker {
         span: Span,
     ) -> Result<Typed, Diagnostic> {
         let (func, sig) = if name == "qlevels" {
-            (Builtin::QLevels, "qlevels(q: quantized tile [.., C]) -> i8 [.., C]")
+            (
+                Builtin::QLevels,
+                "qlevels(q: quantized tile [.., C]) -> i8 [.., C]",
+            )
         } else {
             (
                 Builtin::QScales,

@@ -528,7 +528,11 @@ impl BinOp {
 /// The element type and shape of `qlevels(q)` / `qscales(q)` for a tile of
 /// `quant` of `shape`, or `None` when `func` is neither or the format has no
 /// block access.
-pub fn block_access_result(func: Builtin, quant: QuantType, shape: &Shape) -> Option<(Elem, Shape)> {
+pub fn block_access_result(
+    func: Builtin,
+    quant: QuantType,
+    shape: &Shape,
+) -> Option<(Elem, Shape)> {
     if !quant.has_block_access() || shape.rank() == 0 {
         return None;
     }

@@ -40,4 +40,3 @@ pub fn assemble(ptxas: &Path, ptx: &str, chip: &str, what: &str) {
         ptx_path.display()
     );
 }
-

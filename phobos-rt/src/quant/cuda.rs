@@ -24,7 +24,8 @@ impl CudaQuantUpload {
     pub fn write_back<F: QuantFormat>(&self, tensor: &mut QTensor<'_, F>) -> Result<()> {
         let bytes = tensor.bytes_mut();
         let len = bytes.len();
-        self.buffer.read(0, &mut bytes[..len.min(self.buffer.len_bytes())])
+        self.buffer
+            .read(0, &mut bytes[..len.min(self.buffer.len_bytes())])
     }
 }
 
@@ -52,16 +53,17 @@ impl<F: QuantFormat> QTensor<'_, F> {
     /// as they are. Keep the returned upload until the launch is queued.
     pub fn cuda_arg(&self, device: &CudaDevice) -> Result<(KernelArg, CudaQuantUpload)> {
         let info = F::GGML.info();
-        let strides = strides_bytes(self.shape(), info.block_len, info.block_bytes).ok_or_else(
-            || Error::QuantShape {
-                format: F::NAME,
-                shape: self.shape().to_vec(),
-                reason: format!(
-                    "the last dim must be whole blocks of {} (checked at construction)",
-                    info.block_len
-                ),
-            },
-        )?;
+        let strides =
+            strides_bytes(self.shape(), info.block_len, info.block_bytes).ok_or_else(|| {
+                Error::QuantShape {
+                    format: F::NAME,
+                    shape: self.shape().to_vec(),
+                    reason: format!(
+                        "the last dim must be whole blocks of {} (checked at construction)",
+                        info.block_len
+                    ),
+                }
+            })?;
         let bytes = self.bytes();
         let buffer = device.alloc_zeroed(bytes.len().max(1))?;
         buffer.write(0, bytes)?;

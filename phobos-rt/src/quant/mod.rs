@@ -23,11 +23,11 @@ mod format;
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
+pub use cuda::{CudaQuantUpload, strides_bytes};
 pub use format::{
     Iq1M, Iq1S, Iq2S, Iq2Xs, Iq2Xxs, Iq3S, Iq3Xxs, Iq4Nl, Iq4Xs, Q2K, Q3K, Q4_0, Q4_1, Q4K, Q5_0,
     Q5_1, Q5K, Q6K, Q8_0, QuantFormat, Tq1_0, Tq2_0,
 };
-pub use cuda::{CudaQuantUpload, strides_bytes};
 pub use phobos_quant::{GgmlType, QuantError};
 
 use crate::{Device, Error, Result, Shape};

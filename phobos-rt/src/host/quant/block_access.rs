@@ -159,11 +159,9 @@ pub fn store_quant(view: &QuantWrite<'_>, slices: &[Slice], values: &Tile<f32>) 
         if let Some(dst) = dst {
             block.clear();
             let chunk = &values[src * info.block_len..(src + 1) * info.block_len];
-            phobos_quant::quantize(view.ty, chunk, &mut block).map_err(|source| {
-                Error::Quant {
-                    format: view.name,
-                    message: source.to_string(),
-                }
+            phobos_quant::quantize(view.ty, chunk, &mut block).map_err(|source| Error::Quant {
+                format: view.name,
+                message: source.to_string(),
             })?;
             view.store(dst * info.block_bytes, &block);
         }

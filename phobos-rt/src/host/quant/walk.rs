@@ -23,7 +23,12 @@ impl BlockWalk {
     /// Resolves `slices` of a tensor of `shape` whose last dim is blocked
     /// in `ty`'s blocks. The last subscript must be a block-aligned span
     /// (or `Full`); the compiler proves that, and this re-checks it.
-    pub fn new(ty: GgmlType, name: &'static str, shape: &[usize], slices: &[Slice]) -> Result<Self> {
+    pub fn new(
+        ty: GgmlType,
+        name: &'static str,
+        shape: &[usize],
+        slices: &[Slice],
+    ) -> Result<Self> {
         let info = ty.info();
         let bad = |reason: String| Error::QuantShape {
             format: name,

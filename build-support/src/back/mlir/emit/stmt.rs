@@ -386,11 +386,9 @@ impl<'k> Emitter<'k> {
         op: Option<StoreOp>,
         value: &Expr,
     ) -> Result<(), MlirError> {
-        if self
-            .kernel
-            .param(tensor)
-            .is_some_and(|p| matches!(&p.kind, crate::ir::ParamKind::Tensor { elem, .. } if elem.is_quant()))
-        {
+        if self.kernel.param(tensor).is_some_and(
+            |p| matches!(&p.kind, crate::ir::ParamKind::Tensor { elem, .. } if elem.is_quant()),
+        ) {
             return self.quant_store(tensor, index, value);
         }
         self.prepare_slices(index)?;

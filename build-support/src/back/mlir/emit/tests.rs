@@ -260,9 +260,18 @@ kernel t(X: tensor<f32>[2, K], W: tensor<q8_0>[N, K], Y: tensor<f32>[2, N]) {
     // The activation tile (2x32 f32), its q8_0 levels (2x32 i8) and scales
     // (2 f32) in shared memory; the weight blocks are read in place.
     assert_eq!(e.shared_bytes, 2 * 32 * 4 + 2 * 32 + 2 * 4, "{}", e.mlir);
-    assert!(e.mlir.contains("memref<64xi8, #gpu.address_space<workgroup>>"), "{}", e.mlir);
+    assert!(
+        e.mlir
+            .contains("memref<64xi8, #gpu.address_space<workgroup>>"),
+        "{}",
+        e.mlir
+    );
     // The partner scale is rounded through f16 as q8_0 stores it.
-    assert!(e.mlir.contains("arith.truncf") && e.mlir.contains("f32 to f16"), "{}", e.mlir);
+    assert!(
+        e.mlir.contains("arith.truncf") && e.mlir.contains("f32 to f16"),
+        "{}",
+        e.mlir
+    );
     // Block bytes are addressed as i8 from the weight pointer.
     assert!(e.mlir.contains("llvm.getelementptr %p_W["), "{}", e.mlir);
 }

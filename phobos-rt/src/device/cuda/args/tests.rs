@@ -213,7 +213,10 @@ fn q4_k(ptr: u64, n: usize, k: usize) -> KernelArg {
 
 #[test]
 fn a_quantized_tensor_is_its_block_pointer_then_byte_strides() {
-    let args = [q4_k(0x4000, 3, 512), KernelArg::Scalar(ScalarArg::of(2.0f32))];
+    let args = [
+        q4_k(0x4000, 3, 512),
+        KernelArg::Scalar(ScalarArg::of(2.0f32)),
+    ];
     let packed = pack(&quant_artifact(), &variant(32), &[("N", 3)], &args).unwrap();
     let bytes: Vec<Vec<u8>> = packed.slots.iter().map(Slot::le_bytes).collect();
     let expected: Vec<Vec<u8>> = vec![
@@ -241,10 +244,25 @@ fn quantized_mismatches_are_errors_naming_them() {
     if let KernelArg::Quant(q) = &mut wrong_format {
         q.format = "q6_k";
     }
-    assert!(err(&[("N", 3)], &[wrong_format, scalar.clone()], 32).contains("tensor of q4_k, got a tensor of q6_k"));
-    assert!(err(&[("N", 3)], &[q4_k(1, 3, 256), scalar.clone()], 32).contains("axis 1 is `512` = 512, the tensor has 256"));
-    assert!(err(&[("N", 3)], &[tensor(DType::F32, 1, &[3, 512], false), scalar.clone()], 32).contains("tensor of q4_k, got f32"));
+    assert!(
+        err(&[("N", 3)], &[wrong_format, scalar.clone()], 32)
+            .contains("tensor of q4_k, got a tensor of q6_k")
+    );
+    assert!(
+        err(&[("N", 3)], &[q4_k(1, 3, 256), scalar.clone()], 32)
+            .contains("axis 1 is `512` = 512, the tensor has 256")
+    );
+    assert!(
+        err(
+            &[("N", 3)],
+            &[tensor(DType::F32, 1, &[3, 512], false), scalar.clone()],
+            32
+        )
+        .contains("tensor of q4_k, got f32")
+    );
     // 2^31 bytes of blocks do not fit 32-bit offsets.
     let rows = (1usize << 31) / 288 + 1;
-    assert!(err(&[("N", rows)], &[q4_k(1, rows, 512), scalar], 32).contains("reaches past the 32-bit"));
+    assert!(
+        err(&[("N", rows)], &[q4_k(1, rows, 512), scalar], 32).contains("reaches past the 32-bit")
+    );
 }

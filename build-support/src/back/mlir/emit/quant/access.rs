@@ -28,13 +28,17 @@ impl<'k> Emitter<'k> {
                     MlirError::unsupported("`qscales` of a rank-0 tile (compiler bug)")
                 })?;
                 let bl = self.const_i32(format.block_len);
-                idx.push(self.t.def(Ty::I32, format!("arith.muli {last}, {bl} : i32")));
+                idx.push(
+                    self.t
+                        .def(Ty::I32, format!("arith.muli {last}, {bl} : i32")),
+                );
                 (&format.d, Ty::F32)
             }
         };
         let (mask, coords) = self.quant_block_mask(&view, &idx)?;
         let result = self.t.fresh("v");
-        self.t.open(format!("{result} = scf.if {mask} -> ({ty}) {{"));
+        self.t
+            .open(format!("{result} = scf.if {mask} -> ({ty}) {{"));
         let (base, within) = self.quant_block_at(&view, &format, &coords)?;
         let env = Env {
             base,
@@ -81,7 +85,9 @@ impl<'k> Emitter<'k> {
                 crate::ir::ParamKind::Tensor { elem, .. } => elem.quant(),
                 crate::ir::ParamKind::Scalar { .. } => None,
             })
-            .ok_or_else(|| MlirError::unsupported(format!("unknown quantized tensor `{tensor}`")))?;
+            .ok_or_else(|| {
+                MlirError::unsupported(format!("unknown quantized tensor `{tensor}`"))
+            })?;
         if quant != crate::ir::QuantType::Q8_0 {
             return Err(MlirError::unsupported(format!(
                 "stores into {quant} tensors (only q8_0 is writable)"
@@ -96,14 +102,18 @@ impl<'k> Emitter<'k> {
         let extents = self.extents(value)?;
         let mut blocks = extents.clone();
         let Some(last) = blocks.last_mut() else {
-            return Err(MlirError::unsupported("a rank-0 quantized store (compiler bug)"));
+            return Err(MlirError::unsupported(
+                "a rank-0 quantized store (compiler bug)",
+            ));
         };
         *last /= format.block_len;
         let value_dtype = self.dtype_of(value)?;
         self.barrier();
         self.for_each_owned_element(&blocks, &mut |em: &mut Emitter<'k>, at: &At| {
             let mut first = at.idx.clone();
-            let b = first.pop().ok_or_else(|| MlirError::unsupported("rank-0 block"))?;
+            let b = first
+                .pop()
+                .ok_or_else(|| MlirError::unsupported("rank-0 block"))?;
             let bl = em.const_i32(format.block_len);
             let col = em.t.def(Ty::I32, format!("arith.muli {b}, {bl} : i32"));
             first.push(col.clone());
@@ -130,7 +140,8 @@ impl<'k> Emitter<'k> {
             let bits = em.t.def(Ty::I16, format!("arith.bitcast {h} : f16 to i16"));
             let lo = em.t.def(Ty::I8, format!("arith.trunci {bits} : i16 to i8"));
             let eight = em.const_int(8, Ty::I16);
-            let high = em.t.def(Ty::I16, format!("arith.shrui {bits}, {eight} : i16"));
+            let high =
+                em.t.def(Ty::I16, format!("arith.shrui {bits}, {eight} : i16"));
             let hi = em.t.def(Ty::I8, format!("arith.trunci {high} : i16 to i8"));
             let zero = em.const_i32(0);
             let one = em.const_i32(1);

@@ -187,7 +187,10 @@ pub(crate) struct Format {
 /// start at `at`: low nibbles are elements 0..16, high nibbles 16..32.
 fn nibble32(at: i64, e: Q) -> Q {
     and(
-        shr(byte(add(int(at), rem(e.clone(), 16))), mul(int(4), div(e, 16))),
+        shr(
+            byte(add(int(at), rem(e.clone(), 16))),
+            mul(int(4), div(e, 16)),
+        ),
         15,
     )
 }
@@ -318,9 +321,15 @@ pub(crate) fn format(quant: QuantType) -> Option<Format> {
             let level = sub(low, mul(high_clear, int(4)));
             let scale = sub(
                 or(
-                    and(shr(byte(add(int(96), rem(g(), 8))), mul(int(4), div(g(), 8))), 0x0F),
+                    and(
+                        shr(byte(add(int(96), rem(g(), 8))), mul(int(4), div(g(), 8))),
+                        0x0F,
+                    ),
                     shl(
-                        and(shr(byte(add(int(104), rem(g(), 4))), mul(int(2), div(g(), 4))), 3),
+                        and(
+                            shr(byte(add(int(104), rem(g(), 4))), mul(int(2), div(g(), 4))),
+                            3,
+                        ),
                         int(4),
                     ),
                 ),
@@ -341,14 +350,25 @@ pub(crate) fn format(quant: QuantType) -> Option<Format> {
             let level = if five {
                 or(
                     low,
-                    shl(and(shr(byte(add(int(16), rem(e(), 32))), div(e(), 32)), 1), int(4)),
+                    shl(
+                        and(shr(byte(add(int(16), rem(e(), 32))), div(e(), 32)), 1),
+                        int(4),
+                    ),
                 )
             } else {
                 low
             };
             let bytes = if five { 176 } else { 144 };
             let min = (k4_scale_min(true), half(2));
-            k_format(quant, bytes, level, 32, half(0), Some(min), k4_scale_min(false))
+            k_format(
+                quant,
+                bytes,
+                level,
+                32,
+                half(0),
+                Some(min),
+                k4_scale_min(false),
+            )
         }
         Q6K => {
             let within = || rem(e(), 128);
@@ -361,7 +381,10 @@ pub(crate) fn format(quant: QuantType) -> Option<Format> {
             );
             let high = and(
                 shr(
-                    byte(add(int(128), add(mul(div(e(), 128), int(32)), rem(within(), 32)))),
+                    byte(add(
+                        int(128),
+                        add(mul(div(e(), 128), int(32)), rem(within(), 32)),
+                    )),
                     mul(int(2), div(within(), 32)),
                 ),
                 3,
@@ -373,7 +396,10 @@ pub(crate) fn format(quant: QuantType) -> Option<Format> {
         Iq4Xs => {
             // Sub-block ib = e/32 of 32; its 6-bit scale minus 32.
             let ib = || div(e(), 32);
-            let low = and(shr(byte(add(int(4), div(ib(), 2))), mul(int(4), rem(ib(), 2))), 15);
+            let low = and(
+                shr(byte(add(int(4), div(ib(), 2))), mul(int(4), rem(ib(), 2))),
+                15,
+            );
             let scales_h = or(byte(int(2)), shl(byte(int(3)), int(8)));
             let high = and(shr(scales_h, mul(int(2), ib())), 3);
             let scale = sub(or(low, shl(high, int(4))), int(32));

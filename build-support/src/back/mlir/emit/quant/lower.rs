@@ -45,8 +45,7 @@ impl Emitter<'_> {
                     IOp::Div => "divui",
                     IOp::Rem => "remui",
                 };
-                self.t
-                    .def(Ty::I32, format!("arith.{name} {a}, {b} : i32"))
+                self.t.def(Ty::I32, format!("arith.{name} {a}, {b} : i32"))
             }
             Q::SelectLt(a, b, then, otherwise) => {
                 let a = self.lower_q(a, env);
@@ -73,7 +72,9 @@ impl Emitter<'_> {
                 let lo = self.t.def(Ty::I16, format!("arith.extui {lo} : i8 to i16"));
                 let hi = self.t.def(Ty::I16, format!("arith.extui {hi} : i8 to i16"));
                 let eight = self.const_int(8, Ty::I16);
-                let hi = self.t.def(Ty::I16, format!("arith.shli {hi}, {eight} : i16"));
+                let hi = self
+                    .t
+                    .def(Ty::I16, format!("arith.shli {hi}, {eight} : i16"));
                 let bits = self.t.def(Ty::I16, format!("arith.ori {lo}, {hi} : i16"));
                 let h = self
                     .t
@@ -93,8 +94,7 @@ impl Emitter<'_> {
                     FOp::Sub => "subf",
                     FOp::Mul => "mulf",
                 };
-                self.t
-                    .def(Ty::F32, format!("arith.{name} {a}, {b} : f32"))
+                self.t.def(Ty::F32, format!("arith.{name} {a}, {b} : f32"))
             }
         }
     }
@@ -115,7 +115,8 @@ impl Emitter<'_> {
         self.t.line(format!(
             "{ptr} = llvm.getelementptr {base}[{offset}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i8"
         ));
-        self.t.line(format!("llvm.store {byte}, {ptr} : i8, !llvm.ptr<1>"));
+        self.t
+            .line(format!("llvm.store {byte}, {ptr} : i8, !llvm.ptr<1>"));
     }
 
     /// `table[index]` sign-extended to `i32`: the sixteen bytes live in two
@@ -139,7 +140,9 @@ impl Emitter<'_> {
         let within = self
             .t
             .def(Ty::I32, format!("arith.andi {index}, {seven} : i32"));
-        let shift = self.t.def(Ty::I32, format!("arith.muli {within}, {eight} : i32"));
+        let shift = self
+            .t
+            .def(Ty::I32, format!("arith.muli {within}, {eight} : i32"));
         let shift = self
             .t
             .def(Ty::I64, format!("arith.extui {shift} : i32 to i64"));

@@ -105,7 +105,10 @@ impl<'k> Emitter<'k> {
 
     /// Per subscript of a quantized slice: its index or start (index
     /// type; `None` for `:`) and whether the dim stays in the tile.
-    pub(crate) fn view_dims(&mut self, index: &[Slice]) -> Result<Vec<(Option<Val>, bool)>, MlirError> {
+    pub(crate) fn view_dims(
+        &mut self,
+        index: &[Slice],
+    ) -> Result<Vec<(Option<Val>, bool)>, MlirError> {
         let mut dims = Vec::with_capacity(index.len());
         for slice in index {
             dims.push(match slice {
@@ -147,7 +150,11 @@ impl<'k> Emitter<'k> {
     /// kept dim) is inside the tensor, and (computed only when it is, so
     /// call it under the mask) a pointer to its first byte and the element
     /// index within it.
-    pub(crate) fn quant_block_mask(&mut self, view: &QuantView, idx: &[Val]) -> Result<(Val, Vec<Val>), MlirError> {
+    pub(crate) fn quant_block_mask(
+        &mut self,
+        view: &QuantView,
+        idx: &[Val],
+    ) -> Result<(Val, Vec<Val>), MlirError> {
         let dims = self.quant_param_dims(&view.tensor)?;
         let idx_ty = self.idx_ty;
         let mut coords = Vec::with_capacity(dims.len());
@@ -161,7 +168,9 @@ impl<'k> Emitter<'k> {
                 k += 1;
                 let j = self.index_value(j, DType::I32);
                 match start {
-                    Some(s) => self.t.def(idx_ty, format!("arith.addi {s}, {j} : {idx_ty}")),
+                    Some(s) => self
+                        .t
+                        .def(idx_ty, format!("arith.addi {s}, {j} : {idx_ty}")),
                     None => j,
                 }
             } else {
@@ -171,12 +180,14 @@ impl<'k> Emitter<'k> {
             };
             let extent = self.tensor_extent(&dims[d])?;
             let zero = self.const_int(0, idx_ty);
-            let ge = self
-                .t
-                .def(Ty::I1, format!("arith.cmpi sge, {coord}, {zero} : {idx_ty}"));
-            let lt = self
-                .t
-                .def(Ty::I1, format!("arith.cmpi slt, {coord}, {extent} : {idx_ty}"));
+            let ge = self.t.def(
+                Ty::I1,
+                format!("arith.cmpi sge, {coord}, {zero} : {idx_ty}"),
+            );
+            let lt = self.t.def(
+                Ty::I1,
+                format!("arith.cmpi slt, {coord}, {extent} : {idx_ty}"),
+            );
             let both = self.t.def(Ty::I1, format!("arith.andi {ge}, {lt} : i1"));
             mask = Some(match mask {
                 None => both,
@@ -217,7 +228,10 @@ impl<'k> Emitter<'k> {
         for (d, coord) in coords.iter().enumerate() {
             let c = if d == last { &block } else { coord };
             let stride = strides.get(d).cloned().ok_or_else(|| {
-                MlirError::unsupported(format!("missing stride of `{}` (compiler bug)", view.tensor))
+                MlirError::unsupported(format!(
+                    "missing stride of `{}` (compiler bug)",
+                    view.tensor
+                ))
             })?;
             let term = self
                 .t
@@ -366,7 +380,9 @@ impl<'k> Emitter<'k> {
         let view = self.quant_view(q)?;
         let format = lowering(view.quant, &format!("tensor `{}`", view.tensor))?;
         let Some((_, term)) = format.ggml.clone() else {
-            return Err(MlirError::unsupported("ggml form without a partner (compiler bug)"));
+            return Err(MlirError::unsupported(
+                "ggml form without a partner (compiler bug)",
+            ));
         };
         let blocks = self.const_i32(tiles.k / format.block_len);
         let init = self.const_float(0.0, Ty::F32);
@@ -378,7 +394,9 @@ impl<'k> Emitter<'k> {
         self.t.open(format!("{next} = scf.if {mask} -> (f32) {{"));
         let (base, _) = self.quant_block_at(&view, &format, &coords)?;
         let term = self.block_term(&format, &term, tiles, &base, &col, &blk)?;
-        let added = self.t.def(Ty::F32, format!("arith.addf {sum}, {term} : f32"));
+        let added = self
+            .t
+            .def(Ty::F32, format!("arith.addf {sum}, {term} : f32"));
         self.t.line(format!("scf.yield {added} : f32"));
         self.t.reopen("} else {");
         self.t.line(format!("scf.yield {sum} : f32"));
@@ -404,14 +422,17 @@ impl<'k> Emitter<'k> {
         let row_start = self.t.def(Ty::I32, format!("arith.muli {col}, {k} : i32"));
         let bl = self.const_i32(format.block_len);
         let block_first = self.t.def(Ty::I32, format!("arith.muli {blk}, {bl} : i32"));
-        let first = self
-            .t
-            .def(Ty::I32, format!("arith.addi {row_start}, {block_first} : i32"));
+        let first = self.t.def(
+            Ty::I32,
+            format!("arith.addi {row_start}, {block_first} : i32"),
+        );
         // The partner block covering this weight block (same length, or one
         // Q8_K block per 256-element weight block).
         let partner_index = {
             let per_row = self.const_i32(tiles.k / tiles.partner.block_len());
-            let r = self.t.def(Ty::I32, format!("arith.muli {col}, {per_row} : i32"));
+            let r = self
+                .t
+                .def(Ty::I32, format!("arith.muli {col}, {per_row} : i32"));
             self.t.def(Ty::I32, format!("arith.addi {r}, {blk} : i32"))
         };
         let dx = self.buffer_load(tiles.scales, &partner_index);
@@ -469,8 +490,12 @@ impl<'k> Emitter<'k> {
                 let zero = self.const_i32(0);
                 let (g16, acc, result) = self.open_accumulating_loop(&sixteen, &zero);
                 let per_row = self.const_i32(tiles.k / 16);
-                let r = self.t.def(Ty::I32, format!("arith.muli {col}, {per_row} : i32"));
-                let b16 = self.t.def(Ty::I32, format!("arith.muli {blk}, {sixteen} : i32"));
+                let r = self
+                    .t
+                    .def(Ty::I32, format!("arith.muli {col}, {per_row} : i32"));
+                let b16 = self
+                    .t
+                    .def(Ty::I32, format!("arith.muli {blk}, {sixteen} : i32"));
                 let at = self.t.def(Ty::I32, format!("arith.addi {r}, {b16} : i32"));
                 let at = self.t.def(Ty::I32, format!("arith.addi {at}, {g16} : i32"));
                 let bsum = self.buffer_load(bsums, &at);
@@ -486,14 +511,20 @@ impl<'k> Emitter<'k> {
                         group: Some(group),
                     },
                 );
-                let prod = self.t.def(Ty::I32, format!("arith.muli {bsum}, {mn} : i32"));
-                let next = self.t.def(Ty::I32, format!("arith.addi {acc}, {prod} : i32"));
+                let prod = self
+                    .t
+                    .def(Ty::I32, format!("arith.muli {bsum}, {mn} : i32"));
+                let next = self
+                    .t
+                    .def(Ty::I32, format!("arith.addi {acc}, {prod} : i32"));
                 let mins = self.close_accumulating_loop(&next, result);
                 let mins_f = self
                     .t
                     .def(Ty::F32, format!("arith.sitofp {mins} : i32 to f32"));
                 let dmin = self.lower_q(dmin, &env);
-                let dmdx = self.t.def(Ty::F32, format!("arith.mulf {dmin}, {dx} : f32"));
+                let dmdx = self
+                    .t
+                    .def(Ty::F32, format!("arith.mulf {dmin}, {dx} : f32"));
                 let offset = self
                     .t
                     .def(Ty::F32, format!("arith.mulf {dmdx}, {mins_f} : f32"));
@@ -533,11 +564,17 @@ impl<'k> Emitter<'k> {
                 group: None,
             },
         );
-        let at = self.t.def(Ty::I32, format!("arith.addi {first}, {e} : i32"));
+        let at = self
+            .t
+            .def(Ty::I32, format!("arith.addi {first}, {e} : i32"));
         let xq = self.buffer_load(tiles.levels, &at);
         let xq = self.t.def(Ty::I32, format!("arith.extsi {xq} : i8 to i32"));
-        let prod = self.t.def(Ty::I32, format!("arith.muli {level}, {xq} : i32"));
-        let next = self.t.def(Ty::I32, format!("arith.addi {inner}, {prod} : i32"));
+        let prod = self
+            .t
+            .def(Ty::I32, format!("arith.muli {level}, {xq} : i32"));
+        let next = self
+            .t
+            .def(Ty::I32, format!("arith.addi {inner}, {prod} : i32"));
         let dot = self.close_accumulating_loop(&next, inner_result);
         let scaled = match scale {
             Some(scale) => {

@@ -6,8 +6,8 @@
 use crate::ir::{DType, Expr};
 
 use super::super::{At, Emitter, text::Ty, text::Val};
-use super::format::Partner;
 use super::PartnerTiles;
+use super::format::Partner;
 use crate::back::mlir::MlirError;
 
 impl<'k> Emitter<'k> {
@@ -21,7 +21,9 @@ impl<'k> Emitter<'k> {
     ) -> Result<PartnerTiles, MlirError> {
         let ext = self.extents(x)?;
         let [r0, r1] = ext.as_slice() else {
-            return Err(MlirError::unsupported("`dot` of operands that are not rank 2"));
+            return Err(MlirError::unsupported(
+                "`dot` of operands that are not rank 2",
+            ));
         };
         let (c, k) = if rows_along_k { (*r0, *r1) } else { (*r1, *r0) };
         let pbl = partner.block_len();
@@ -32,9 +34,10 @@ impl<'k> Emitter<'k> {
         }
         let levels = self.temp_buffer(Ty::I8, (c * k) as u64);
         let scales = self.temp_buffer(Ty::F32, (c * (k / pbl)) as u64);
-        let sums = (partner == Partner::Q8_1)
-            .then(|| self.temp_buffer(Ty::F32, (c * (k / pbl)) as u64));
-        let bsums = (partner == Partner::Q8K).then(|| self.temp_buffer(Ty::I32, (c * (k / 16)) as u64));
+        let sums =
+            (partner == Partner::Q8_1).then(|| self.temp_buffer(Ty::F32, (c * (k / pbl)) as u64));
+        let bsums =
+            (partner == Partner::Q8K).then(|| self.temp_buffer(Ty::I32, (c * (k / 16)) as u64));
         let tiles = PartnerTiles {
             partner,
             levels,
@@ -61,19 +64,25 @@ impl<'k> Emitter<'k> {
             };
             let kc = em.const_i32(k);
             let row_start = em.t.def(Ty::I32, format!("arith.muli {row}, {kc} : i32"));
-            let level_base = em
-                .t
-                .def(Ty::I32, format!("arith.addi {row_start}, {first} : i32"));
+            let level_base =
+                em.t.def(Ty::I32, format!("arith.addi {row_start}, {first} : i32"));
             let per_row = em.const_i32(k / pbl);
-            let r = em.t.def(Ty::I32, format!("arith.muli {row}, {per_row} : i32"));
+            let r =
+                em.t.def(Ty::I32, format!("arith.muli {row}, {per_row} : i32"));
             let block_index = em.t.def(Ty::I32, format!("arith.addi {r}, {pb} : i32"));
             match partner {
                 Partner::Q8_0 | Partner::Q8_1 => {
                     em.quantize_q8_0_block(&tiles, &read, &len, &level_base, &block_index)
                 }
-                Partner::Q8K => {
-                    em.quantize_q8_k_block(&tiles, &read, &len, &level_base, &block_index, &row, &pb)
-                }
+                Partner::Q8K => em.quantize_q8_k_block(
+                    &tiles,
+                    &read,
+                    &len,
+                    &level_base,
+                    &block_index,
+                    &row,
+                    &pb,
+                ),
             }
         })?;
         self.barrier();
@@ -92,7 +101,8 @@ impl<'k> Emitter<'k> {
     ) -> Result<(), MlirError> {
         let levels = tiles.levels;
         let store = |em: &mut Emitter<'k>, i: &Val, byte: &Val| {
-            let at = em.t.def(Ty::I32, format!("arith.addi {level_base}, {i} : i32"));
+            let at =
+                em.t.def(Ty::I32, format!("arith.addi {level_base}, {i} : i32"));
             em.buffer_store(levels, &at, byte);
         };
         let (d, sum) = self.q8_0_levels(read, len, &store)?;
@@ -102,7 +112,9 @@ impl<'k> Emitter<'k> {
             let sum_f = self
                 .t
                 .def(Ty::F32, format!("arith.sitofp {sum} : i32 to f32"));
-            let s = self.t.def(Ty::F32, format!("arith.mulf {sum_f}, {d} : f32"));
+            let s = self
+                .t
+                .def(Ty::F32, format!("arith.mulf {sum_f}, {d} : f32"));
             let sx = self.through_f16(&s);
             self.buffer_store(sums, block_index, &sx);
         }
@@ -128,15 +140,18 @@ impl<'k> Emitter<'k> {
         let next = self.float_intrinsic2("llvm.maxnum", acc, a);
         let amax = self.close_accumulating_loop(&next, result);
         let c127 = self.const_float(127.0, Ty::F32);
-        let d = self.t.def(Ty::F32, format!("arith.divf {amax}, {c127} : f32"));
+        let d = self
+            .t
+            .def(Ty::F32, format!("arith.divf {amax}, {c127} : f32"));
         let one = self.const_float(1.0, Ty::F32);
         let inv = self.t.def(Ty::F32, format!("arith.divf {one}, {d} : f32"));
         let is_zero = self
             .t
             .def(Ty::I1, format!("arith.cmpf oeq, {d}, {zero_f} : f32"));
-        let id = self
-            .t
-            .def(Ty::F32, format!("arith.select {is_zero}, {zero_f}, {inv} : f32"));
+        let id = self.t.def(
+            Ty::F32,
+            format!("arith.select {is_zero}, {zero_f}, {inv} : f32"),
+        );
         let zero_i = self.const_i32(0);
         let (i, sum, result) = self.open_accumulating_loop(len, &zero_i);
         let v = read(self, &i)?;
@@ -149,7 +164,9 @@ impl<'k> Emitter<'k> {
             .t
             .def(Ty::I8, format!("arith.trunci {level} : i32 to i8"));
         store(self, &i, &byte);
-        let next = self.t.def(Ty::I32, format!("arith.addi {sum}, {level} : i32"));
+        let next = self
+            .t
+            .def(Ty::I32, format!("arith.addi {sum}, {level} : i32"));
         let sum = self.close_accumulating_loop(&next, result);
         Ok((d, sum))
     }
@@ -193,20 +210,27 @@ impl<'k> Emitter<'k> {
             .t
             .def(Ty::F32, format!("arith.divf {minus127}, {max} : f32"));
         let one = self.const_float(1.0, Ty::F32);
-        let d = self.t.def(Ty::F32, format!("arith.divf {one}, {iscale} : f32"));
         let d = self
             .t
-            .def(Ty::F32, format!("arith.select {is_zero}, {zero_f}, {d} : f32"));
+            .def(Ty::F32, format!("arith.divf {one}, {iscale} : f32"));
+        let d = self.t.def(
+            Ty::F32,
+            format!("arith.select {is_zero}, {zero_f}, {d} : f32"),
+        );
         self.buffer_store(tiles.scales, block_index, &d);
         let zero_i = self.const_i32(0);
         let sixteen = self.const_i32(16);
         let groups = self.const_i32(16);
         let (g, _unused, g_result) = self.open_accumulating_loop(&groups, &zero_i);
         let (j, sum, result) = self.open_accumulating_loop(&sixteen, &zero_i);
-        let g16 = self.t.def(Ty::I32, format!("arith.muli {g}, {sixteen} : i32"));
+        let g16 = self
+            .t
+            .def(Ty::I32, format!("arith.muli {g}, {sixteen} : i32"));
         let i = self.t.def(Ty::I32, format!("arith.addi {g16}, {j} : i32"));
         let v = read(self, &i)?;
-        let scaled = self.t.def(Ty::F32, format!("arith.mulf {iscale}, {v} : f32"));
+        let scaled = self
+            .t
+            .def(Ty::F32, format!("arith.mulf {iscale}, {v} : f32"));
         // ggml's nearest_int: 1.5 * 2^23 added, the low mantissa bits read.
         let magic = self.const_float(12_582_912.0, Ty::F32);
         let shifted = self
@@ -216,28 +240,43 @@ impl<'k> Emitter<'k> {
             .t
             .def(Ty::I32, format!("arith.bitcast {shifted} : f32 to i32"));
         let mask = self.const_i32(0x007f_ffff);
-        let low = self.t.def(Ty::I32, format!("arith.andi {bits}, {mask} : i32"));
+        let low = self
+            .t
+            .def(Ty::I32, format!("arith.andi {bits}, {mask} : i32"));
         let bias = self.const_i32(0x0040_0000);
-        let level = self.t.def(Ty::I32, format!("arith.subi {low}, {bias} : i32"));
+        let level = self
+            .t
+            .def(Ty::I32, format!("arith.subi {low}, {bias} : i32"));
         let c127 = self.const_i32(127);
         let level = self
             .t
             .def(Ty::I32, format!("arith.minsi {level}, {c127} : i32"));
-        let level = self
-            .t
-            .def(Ty::I32, format!("arith.select {is_zero}, {zero_i}, {level} : i32"));
+        let level = self.t.def(
+            Ty::I32,
+            format!("arith.select {is_zero}, {zero_i}, {level} : i32"),
+        );
         let byte = self
             .t
             .def(Ty::I8, format!("arith.trunci {level} : i32 to i8"));
-        let at = self.t.def(Ty::I32, format!("arith.addi {level_base}, {i} : i32"));
+        let at = self
+            .t
+            .def(Ty::I32, format!("arith.addi {level_base}, {i} : i32"));
         self.buffer_store(tiles.levels, &at, &byte);
         // Levels are i8: the sum of 16 is exact in i32 (and in ggml's i16).
-        let level = self.t.def(Ty::I32, format!("arith.extsi {byte} : i8 to i32"));
-        let next = self.t.def(Ty::I32, format!("arith.addi {sum}, {level} : i32"));
+        let level = self
+            .t
+            .def(Ty::I32, format!("arith.extsi {byte} : i8 to i32"));
+        let next = self
+            .t
+            .def(Ty::I32, format!("arith.addi {sum}, {level} : i32"));
         let group_sum = self.close_accumulating_loop(&next, result);
         let per_row = self.const_i32(tiles.k / 16);
-        let r = self.t.def(Ty::I32, format!("arith.muli {row}, {per_row} : i32"));
-        let b16 = self.t.def(Ty::I32, format!("arith.muli {pb}, {sixteen} : i32"));
+        let r = self
+            .t
+            .def(Ty::I32, format!("arith.muli {row}, {per_row} : i32"));
+        let b16 = self
+            .t
+            .def(Ty::I32, format!("arith.muli {pb}, {sixteen} : i32"));
         let at = self.t.def(Ty::I32, format!("arith.addi {r}, {b16} : i32"));
         let at = self.t.def(Ty::I32, format!("arith.addi {at}, {g} : i32"));
         self.buffer_store(bsums, &at, &group_sum);
@@ -247,7 +286,9 @@ impl<'k> Emitter<'k> {
 
     /// `f32 -> f16 -> f32` (round to nearest even), as a stored f16 scale.
     pub(crate) fn through_f16(&mut self, v: &Val) -> Val {
-        let h = self.t.def(Ty::F16, format!("arith.truncf {v} : f32 to f16"));
+        let h = self
+            .t
+            .def(Ty::F16, format!("arith.truncf {v} : f32 to f16"));
         self.t.def(Ty::F32, format!("arith.extf {h} : f16 to f32"))
     }
 }

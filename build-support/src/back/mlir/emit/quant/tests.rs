@@ -7,7 +7,6 @@
 
 use phobos_quant::GgmlType;
 
-#[allow(dead_code)]
 #[path = "../../../../../../phobos-rt/tests/support/ggml_reference.rs"]
 mod ggml_reference;
 
@@ -36,7 +35,11 @@ fn values(seed: u64, n: usize) -> Vec<f32> {
                 2 => 30.0,
                 _ => 3.0,
             };
-            if i % 97 == 13 { unit * scale * 40.0 } else { unit * scale }
+            if i % 97 == 13 {
+                unit * scale * 40.0
+            } else {
+                unit * scale
+            }
         })
         .collect()
 }
@@ -77,7 +80,11 @@ fn block_geometry_matches_phobos_quant() {
 #[test]
 fn every_lowered_format_dequantizes_bit_exact_with_phobos_quant() {
     let formats = lowered();
-    assert_eq!(formats.len(), 12, "the lowered formats changed: update SPEC §14");
+    assert_eq!(
+        formats.len(),
+        12,
+        "the lowered formats changed: update SPEC §14"
+    );
     for f in formats {
         for block in blocks(&f) {
             let mut expected = vec![0f32; f.block_len as usize];
@@ -207,7 +214,12 @@ fn ggml_block_terms_match_the_reference_bit_exact() {
             continue;
         };
         let ty = ggml_type(f.quant);
-        assert_eq!(ggml_reference::partner(ty), Some(partner_type(partner)), "{}", f.quant);
+        assert_eq!(
+            ggml_reference::partner(ty),
+            Some(partner_type(partner)),
+            "{}",
+            f.quant
+        );
         for seed in 100..104u64 {
             let x = values(seed, f.block_len as usize);
             let mut xq = Vec::new();
@@ -225,5 +237,9 @@ fn ggml_block_terms_match_the_reference_bit_exact() {
             }
         }
     }
-    assert_eq!(checked, 11 * 4 * 12, "every format with a partner, every block");
+    assert_eq!(
+        checked,
+        11 * 4 * 12,
+        "every format with a partner, every block"
+    );
 }
