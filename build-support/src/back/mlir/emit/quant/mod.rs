@@ -178,21 +178,7 @@ impl<'k> Emitter<'k> {
                     MlirError::unsupported("a point subscript without an index (compiler bug)")
                 })?
             };
-            let extent = self.tensor_extent(&dims[d])?;
-            let zero = self.const_int(0, idx_ty);
-            let ge = self.t.def(
-                Ty::I1,
-                format!("arith.cmpi sge, {coord}, {zero} : {idx_ty}"),
-            );
-            let lt = self.t.def(
-                Ty::I1,
-                format!("arith.cmpi slt, {coord}, {extent} : {idx_ty}"),
-            );
-            let both = self.t.def(Ty::I1, format!("arith.andi {ge}, {lt} : i1"));
-            mask = Some(match mask {
-                None => both,
-                Some(m) => self.t.def(Ty::I1, format!("arith.andi {m}, {both} : i1")),
-            });
+            mask = Some(self.and_in_bounds(mask, &coord, &dims[d])?);
             coords.push(coord);
         }
         let mask = mask.ok_or_else(|| MlirError::unsupported("a rank-0 quantized tensor"))?;
