@@ -34,6 +34,7 @@ CLI_PTX = (
 )
 REQUIRED = [
     (("tests/mlir_ptx.rs", "mlir_ptx"), r".", 10),
+    (("tests/mlir_quant.rs", "mlir_quant"), r".", 2),
     (("tests/cli.rs", "cli"), CLI_PTX, 3),
     (("unittests src/lib.rs", "phobos_build"), r"^back::mlir::ptxas::", 6),
     (("unittests src/lib.rs", "phobos_build"), r"::measures_with_a_real_ptxas_when_there_is_one$", 1),
@@ -45,10 +46,13 @@ REQUIRED = [
     (("tests/ptx_artifacts.rs", "ptx_artifacts"), r"^every_config_and_chip_is_a_variant_or_pruned_with_a_reason$", 1),
 ]
 
-# Suites built for the host only while the MLIR back end cannot lower what
-# they test (quantized tensors): under `ptx` they compile to zero tests, and
-# `make test` runs them again with `--no-default-features`.
-HOST_ONLY = {("tests/quant_kernels.rs", "quant_kernels")}
+# Suites built for the host only (quantized kernels run on the host; their
+# PTX is assembled by tests/mlir_quant.rs): under `ptx` they compile to zero
+# tests, and `make test` runs them again with `--no-default-features`.
+HOST_ONLY = {
+    ("tests/quant_kernels.rs", "quant_kernels"),
+    ("tests/quant_reference.rs", "quant_reference"),
+}
 
 RUNNING = re.compile(r"^\s*Running (.+?)(?: \((.+)\))?\s*$")
 DOC_TESTS = re.compile(r"^\s*Doc-tests (\S+)\s*$")
@@ -143,6 +147,10 @@ test serve_help ... ok
 
 running 10 tests
 {ok(f"t{i}" for i in range(10))}
+     Running tests/mlir_quant.rs (/t/debug/deps/mlir_quant-2a)
+
+running 2 tests
+{ok(f"q{i}" for i in range(2))}
      Running unittests src/lib.rs (/t/debug/deps/phobos_macros-2e)
 
 running 11 tests

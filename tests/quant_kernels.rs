@@ -4,9 +4,9 @@
 //! in phobos-rt/tests/support), and `dot_t(x, dequant(w))` is the exact
 //! form within the f32 bound. Shapes are ragged (masked edges).
 //!
-//! Host-only until the MLIR back end lowers quantized tensors (a kernel
-//! with one is a build error under `ptx`): `make test` runs this suite with
-//! `--no-default-features`.
+//! Host-only (`make test` runs this suite with `--no-default-features`):
+//! the PTX of the same kernels is assembled by
+//! build-support/tests/mlir_quant.rs and run only by the device check.
 #![cfg(not(feature = "ptx"))]
 
 #[path = "../phobos-rt/tests/support/ggml_reference.rs"]

@@ -188,3 +188,28 @@ fn macro_newlines_end_statements() {
     let m = check_source(&Source::Tokens(tokens)).unwrap();
     assert_eq!(m.kernels[0].body.len(), 3);
 }
+
+#[test]
+fn quantized_stores_and_block_access_name_what_they_take() {
+    let src = |body: &str| {
+        format!(
+            "@grid(1)\nkernel q(X: tensor<f32>[N, 256], W: tensor<q4_k>[N, 256], XQ: tensor<q8_0>[N, 256], V: tensor<q4_0>[N, 256]) {{\n{body}\n}}\n"
+        )
+    };
+    check(
+        "store_into_read_only_quant",
+        &src("  V[0 :+ 1, 0 :+ 32] = X[0 :+ 1, 0 :+ 32]"),
+    );
+    check(
+        "quant_store_needs_plain_assign",
+        &src("  XQ[0 :+ 1, 0 :+ 32] += X[0 :+ 1, 0 :+ 32]"),
+    );
+    check(
+        "block_access_format",
+        &src("  let l = qlevels(W[0 :+ 1, 0 :+ 256])"),
+    );
+    check(
+        "block_access_of_floats",
+        &src("  let s = qscales(X[0 :+ 1, 0 :+ 32])"),
+    );
+}

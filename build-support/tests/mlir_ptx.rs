@@ -11,52 +11,17 @@
 //! (scripts/check_test_counts.py).
 #![cfg(feature = "ptx")]
 
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
-};
+mod support;
+
+use std::path::Path;
+
+use support::{assemble, ptxas};
 
 use phobos_build::{
     Source,
     back::mlir::{self, MlirError, Target, pipeline},
     check_source, ir,
 };
-
-/// The ptxas to use, or `None` (after saying so) when it may be skipped.
-fn ptxas() -> Option<PathBuf> {
-    use phobos_build::back::mlir::ptxas;
-    let found = ptxas::find();
-    if found.is_none() {
-        assert!(!ptxas::required(), "{}", ptxas::MISSING_BUT_REQUIRED);
-        eprintln!("note: ptxas not found; PTX is produced but not assembled");
-    }
-    found
-}
-
-/// Assembles `ptx` for `chip`; panics with ptxas's message on failure.
-fn assemble(ptxas: &Path, ptx: &str, chip: &str, what: &str) {
-    let dir = std::env::temp_dir().join(format!("phobos-mlir-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let stem = format!(
-        "{}_{chip}",
-        what.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
-    );
-    let ptx_path = dir.join(format!("{stem}.ptx"));
-    std::fs::write(&ptx_path, ptx).unwrap();
-    let out = Command::new(ptxas)
-        .arg(format!("-arch={chip}"))
-        .arg(&ptx_path)
-        .arg("-o")
-        .arg(dir.join(format!("{stem}.cubin")))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ptxas -arch={chip} rejected {what}:\n{}\n(PTX kept at {})",
-        String::from_utf8_lossy(&out.stderr),
-        ptx_path.display()
-    );
-}
 
 /// A kernel written directly in MLIR: proves the pipeline (and its
 /// serialization to PTX without a CUDA toolkit) independently of the

@@ -57,3 +57,11 @@ fn constructs() {
         "/tests/mlir/constructs.ph"
     )));
 }
+
+#[test]
+fn quantized_operands() {
+    insta::assert_snapshot!(emit_file(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/mlir/quant.ph"
+    )));
+}

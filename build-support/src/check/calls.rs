@@ -10,7 +10,7 @@ use crate::ir::{Builtin, DType, Elem, ExprKind, Shape, ShapeExpr};
 use crate::span::Span;
 
 /// Every callable name in the source language.
-pub const FUNCTION_NAMES: [&str; 37] = [
+pub const FUNCTION_NAMES: [&str; 39] = [
     "program_id",
     "num_programs",
     "cdiv",
@@ -19,6 +19,8 @@ pub const FUNCTION_NAMES: [&str; 37] = [
     "dot",
     "dot_t",
     "dequant",
+    "qlevels",
+    "qscales",
     "exp",
     "log",
     "sqrt",
@@ -367,6 +369,7 @@ impl KernelChecker {
                 )))
             }
             "dot" | "dot_t" => self.dot(name, args, span),
+            "qlevels" | "qscales" => self.block_access(name, args, span),
             "dequant" => {
                 self.arity(
                     name,
@@ -584,6 +587,53 @@ impl KernelChecker {
             ),
             weak,
         })
+    }
+
+    /// `qlevels(q)` / `qscales(q)` (SPEC.md §14, "Block access").
+    fn block_access(
+        &self,
+        name: &str,
+        args: &[ast::Expr],
+        span: Span,
+    ) -> Result<Typed, Diagnostic> {
+        let (func, sig) = if name == "qlevels" {
+            (
+                Builtin::QLevels,
+                "qlevels(q: quantized tile [.., C]) -> i8 [.., C]",
+            )
+        } else {
+            (
+                Builtin::QScales,
+                "qscales(q: quantized tile [.., C]) -> f32 [.., C / block length]",
+            )
+        };
+        self.arity(name, args, &[1], span, sig)?;
+        let t = self.expr(&args[0])?;
+        let Elem::Quant(q) = t.expr.elem else {
+            return Err(Diagnostic::error(
+                t.span(),
+                format!(
+                    "`{name}` needs a tile sliced from a quantized tensor, found {}",
+                    t.expr.elem
+                ),
+            ));
+        };
+        let Some((elem, shape)) = crate::ir::block_access_result(func, q, t.shape()) else {
+            return Err(Diagnostic::error(
+                t.span(),
+                format!("`{name}` does not take {q} tiles"),
+            )
+            .with_help("block access covers q4_0 q4_1 q5_0 q5_1 q8_0 iq4_nl; use `dequant` for the others"));
+        };
+        Ok(Typed::strong(mk(
+            ExprKind::Call {
+                func,
+                args: vec![t.expr],
+            },
+            elem,
+            shape,
+            span,
+        )))
     }
 
     fn dot(&self, name: &str, args: &[ast::Expr], span: Span) -> Result<Typed, Diagnostic> {

@@ -246,14 +246,32 @@ impl KernelChecker {
                 };
                 let (elem, index, shape) =
                     self.tensor_slice(&target.name, target.span, subs, span)?;
-                let Elem::Scalar(to) = elem else {
-                    return Err(Diagnostic::error(
-                        target.span,
-                        format!(
-                            "cannot store into quantized tensor `{}`: quantized tensors are read-only",
-                            target.name
-                        ),
-                    ));
+                // A store into a writable quantized tensor quantizes the
+                // value's blocks (SPEC.md §14): it takes f32 values.
+                let to = match elem {
+                    Elem::Scalar(to) => to,
+                    Elem::Quant(q) if q.is_writable() && matches!(op, AssignOp::Assign) => {
+                        DType::F32
+                    }
+                    Elem::Quant(q) if q.is_writable() => {
+                        return Err(Diagnostic::error(
+                            span,
+                            format!(
+                                "`{}` is {q}: a quantized tensor is stored with `=` only (a store quantizes whole blocks)",
+                                target.name
+                            ),
+                        ));
+                    }
+                    Elem::Quant(q) => {
+                        return Err(Diagnostic::error(
+                            target.span,
+                            format!(
+                                "cannot store into quantized tensor `{}`: {q} tensors are read-only",
+                                target.name
+                            ),
+                        )
+                        .with_help("a kernel writes quantized tensors of q8_0 only"));
+                    }
                 };
                 let v = self.expr(value)?;
                 self.numeric(&v, "a store")?;

@@ -92,6 +92,26 @@ impl QuantType {
 
     /// Elements per block along the last (blocked) dim, as GGUF lays them out.
     /// Slices along that dim must start and end on a multiple of this.
+    /// Whether `qlevels`/`qscales` apply (SPEC.md §14, "Block access"):
+    /// the 32-element formats with an integer form.
+    pub fn has_block_access(self) -> bool {
+        matches!(
+            self,
+            QuantType::Q4_0
+                | QuantType::Q4_1
+                | QuantType::Q5_0
+                | QuantType::Q5_1
+                | QuantType::Q8_0
+                | QuantType::Iq4Nl
+        )
+    }
+
+    /// Whether a kernel may store float tiles into a tensor of this format
+    /// (quantizing them, SPEC.md §14 "Writable quantized tensors").
+    pub fn is_writable(self) -> bool {
+        self == QuantType::Q8_0
+    }
+
     pub fn block_len(self) -> i64 {
         match self {
             QuantType::Q4_0
@@ -123,6 +143,14 @@ impl Elem {
     /// True for a quantized block format.
     pub fn is_quant(self) -> bool {
         matches!(self, Elem::Quant(_))
+    }
+
+    /// The quantized format, or `None` for a scalar dtype.
+    pub fn quant(self) -> Option<QuantType> {
+        match self {
+            Elem::Quant(q) => Some(q),
+            Elem::Scalar(_) => None,
+        }
     }
 
     /// The scalar dtype, or `None` for a quantized element type.

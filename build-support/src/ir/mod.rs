@@ -525,6 +525,33 @@ impl BinOp {
     }
 }
 
+/// The element type and shape of `qlevels(q)` / `qscales(q)` for a tile of
+/// `quant` of `shape`, or `None` when `func` is neither or the format has no
+/// block access.
+pub fn block_access_result(
+    func: Builtin,
+    quant: QuantType,
+    shape: &Shape,
+) -> Option<(Elem, Shape)> {
+    if !quant.has_block_access() || shape.rank() == 0 {
+        return None;
+    }
+    match func {
+        Builtin::QLevels => Some((Elem::Scalar(DType::I8), shape.clone())),
+        Builtin::QScales => {
+            let mut dims = shape.0.clone();
+            let last = dims.pop()?;
+            dims.push(ShapeExpr::bin(
+                ShapeOp::Div,
+                last,
+                ShapeExpr::Lit(quant.block_len()),
+            ));
+            Some((Elem::Scalar(DType::F32), Shape(dims)))
+        }
+        _ => None,
+    }
+}
+
 /// Built-in functions. Argument and result rules are in SPEC.md; the
 /// checker guarantees them and [`verify()`] re-checks them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -543,6 +570,11 @@ pub enum Builtin {
     DotT,
     /// `dequant(q)`: quantized tile to `f32`, same shape.
     Dequant,
+    /// `qlevels(q)`: a quantized tile's integer levels as `i8`, same shape.
+    QLevels,
+    /// `qscales(q)`: each block's scale `d` as `f32`; the last dim divided
+    /// by the block length.
+    QScales,
     Exp,
     Log,
     Sqrt,
@@ -582,7 +614,7 @@ pub enum Builtin {
 
 impl Builtin {
     /// Every built-in, for name lookups.
-    pub const ALL: [Builtin; 33] = [
+    pub const ALL: [Builtin; 35] = [
         Builtin::ProgramId,
         Builtin::NumPrograms,
         Builtin::Cdiv,
@@ -590,6 +622,8 @@ impl Builtin {
         Builtin::Dot,
         Builtin::DotT,
         Builtin::Dequant,
+        Builtin::QLevels,
+        Builtin::QScales,
         Builtin::Exp,
         Builtin::Log,
         Builtin::Sqrt,
@@ -630,6 +664,8 @@ impl Builtin {
             Builtin::Dot => "dot",
             Builtin::DotT => "dot_t",
             Builtin::Dequant => "dequant",
+            Builtin::QLevels => "qlevels",
+            Builtin::QScales => "qscales",
             Builtin::Exp => "exp",
             Builtin::Log => "log",
             Builtin::Sqrt => "sqrt",

@@ -77,8 +77,8 @@ pub use elementwise::{
 pub use grid::{GridIndex, run_grid, try_run_grid};
 pub use layout::{arange, cumsum, full, reshape, transpose, tril, zeros};
 pub use quant::{
-    QTile, QuantRead, dequant, dot_quant_lhs, dot_quant_rhs, dot_t_quant_lhs, dot_t_quant_rhs,
-    ggml_partner, ggml_rows, load_quant,
+    QTile, QuantRead, QuantWrite, dequant, dot_quant_lhs, dot_quant_rhs, dot_t_quant_lhs,
+    dot_t_quant_rhs, ggml_partner, ggml_rows, load_quant, qlevels, qscales, store_quant,
 };
 pub use reduce::{max, min, rowmax, rowmin, rowsum, sum};
 pub use slice::{

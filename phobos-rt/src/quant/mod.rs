@@ -17,11 +17,13 @@
 //! nothing at run time; a caller that must hold tensors next to their file
 //! can leak or own the map and use `QTensor<'static, F>`.
 
+mod cuda;
 mod format;
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
+pub use cuda::{CudaQuantUpload, strides_bytes};
 pub use format::{
     Iq1M, Iq1S, Iq2S, Iq2Xs, Iq2Xxs, Iq3S, Iq3Xxs, Iq4Nl, Iq4Xs, Q2K, Q3K, Q4_0, Q4_1, Q4K, Q5_0,
     Q5_1, Q5K, Q6K, Q8_0, QuantFormat, Tq1_0, Tq2_0,
@@ -82,6 +84,12 @@ impl<'a, F: QuantFormat> QTensor<'a, F> {
         Device::host()
     }
 
+    /// The blocks, writable; a borrowed tensor first gets its own copy
+    /// (a file's mapping is never written).
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        self.bytes.to_mut()
+    }
+
     /// A copy that owns its blocks, free of the borrow.
     pub fn into_owned(self) -> QTensor<'static, F> {
         QTensor {
@@ -136,6 +144,15 @@ impl<F: QuantFormat> QTensor<'static, F> {
     /// Takes ownership of `bytes` (whole blocks of `F`, row-major).
     pub fn owned(bytes: Vec<u8>, shape: impl Into<Shape>) -> Result<Self> {
         Self::new(Cow::Owned(bytes), shape.into())
+    }
+
+    /// A tensor of `shape` whose blocks are all zero bytes (every element
+    /// 0), for a kernel to write.
+    pub fn zeroed(shape: impl Into<Shape>) -> Result<Self> {
+        let shape = shape.into();
+        let info = F::GGML.info();
+        let blocks = shape.elem_count()? / info.block_len.max(1);
+        Self::new(Cow::Owned(vec![0u8; blocks * info.block_bytes]), shape)
     }
 
     /// Quantizes `values` (row-major, `shape` in elements) with

@@ -8,6 +8,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::expr::private;
+use super::grid;
 use super::names;
 use super::{GenError, Generator};
 use crate::ir::{Elem, Kernel, ParamKind};
@@ -16,54 +17,29 @@ use crate::ir::{Elem, Kernel, ParamKind};
 /// device; the dims are bound (`__dim_<name>`) before them.
 pub fn cuda_dispatch(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStream, GenError> {
     let p = private();
-    let kernel_name = &kernel.name;
-    // The MLIR back end does not lower quantized tensors yet, so such a
-    // kernel has no PTX: on CUDA it is an error naming the parameter.
-    if let Some(param) = kernel.params.iter().find(|param| {
-        matches!(
-            param.kind,
-            ParamKind::Tensor {
-                elem: Elem::Quant(_),
-                ..
-            }
-        )
-    }) {
-        let reason = format!(
-            "kernel `{kernel_name}`: quantized tensor parameter `{}` has no CUDA implementation yet (the host runs it)",
-            param.name
-        );
-        return Ok(quote! {
-            if device.as_cuda().is_some() {
-                return ::core::result::Result::Err(#p::Error::BackendUnavailable {
-                    backend: device.name(),
-                    reason: ::std::string::String::from(#reason),
-                });
-            }
-        });
-    }
     // Only what grid expressions can read: tune values, dims, scalars.
-    let mut prelude = TokenStream::new();
-    for tune in &kernel.tune {
-        let field = names::public(&tune.name);
-        let var = names::tune(&tune.name);
-        prelude.extend(quote!(let #var: i32 = config.#field as i32;));
-    }
-    for dim in kernel.dims() {
-        let var = names::dim(dim);
-        let extent = format_ident!("__dim_{}", dim);
-        let op = format!("kernel `{kernel_name}`, dim `{dim}`");
-        prelude.extend(quote! {
-            let #var: i32 = i32::try_from(#extent).map_err(|_| #p::Error::BadShape {
-                op: #op,
-                shape: ::std::vec![#extent],
-                expected: "an extent of at most i32::MAX (dims are read as i32 in kernels)",
-            })?;
-        });
-    }
+    let mut prelude = grid::tune_and_dim_bindings(kernel);
     let mut args = Vec::new();
+    let mut uploads = TokenStream::new();
+    let mut write_backs = TokenStream::new();
     for param in &kernel.params {
         let arg = names::public(&param.name);
         match &param.kind {
+            // Quantized blocks are uploaded as they are for this launch;
+            // the upload lives until `launch_with` returns.
+            ParamKind::Tensor {
+                elem: Elem::Quant(_),
+                written,
+                ..
+            } => {
+                let var = format_ident!("__quant_{}", param.name);
+                let keep = format_ident!("__quant_upload_{}", param.name);
+                uploads.extend(quote!(let (#var, #keep) = #arg.cuda_arg(__cuda)?;));
+                args.push(quote!(#var));
+                if *written {
+                    write_backs.extend(quote!(#keep.write_back(#arg)?;));
+                }
+            }
             ParamKind::Tensor { written, .. } => {
                 args.push(quote!(#arg.cuda_arg(__cuda, #written)?));
             }
@@ -74,23 +50,7 @@ pub fn cuda_dispatch(generator: &Generator<'_>, kernel: &Kernel) -> Result<Token
             }
         }
     }
-    let mut grid = Vec::new();
-    for axis in 0..3 {
-        grid.push(match kernel.grid.get(axis) {
-            Some(e) => {
-                let value = generator.expr(e)?;
-                quote!({
-                    let __extent: i32 = #value;
-                    usize::try_from(__extent).map_err(|_| #p::Error::GridExtent {
-                        kernel: ::std::string::String::from(#kernel_name),
-                        axis: #axis,
-                        value: i64::from(__extent),
-                    })?
-                })
-            }
-            None => quote!(1usize),
-        });
-    }
+    let grid = grid::grid_extents(generator, kernel)?;
     let tune_names: Vec<&str> = kernel.tune.iter().map(|t| t.name.as_str()).collect();
     let tune_fields: Vec<_> = kernel.tune.iter().map(|t| names::public(&t.name)).collect();
     let dim_names: Vec<&str> = kernel.dims();
@@ -101,11 +61,13 @@ pub fn cuda_dispatch(generator: &Generator<'_>, kernel: &Kernel) -> Result<Token
     Ok(quote! {
         if let ::core::option::Option::Some(__cuda) = device.as_cuda() {
             #prelude
-            let __grid: [usize; 3] = [#(#grid),*];
+            let __grid: [usize; 3] = #grid;
             let __config: &[(&str, i64)] = &[#((#tune_names, config.#tune_fields)),*];
             let __variant = __cuda.variant_for(&ARTIFACT, __config)?;
+            #uploads
             let __args = [#(#args),*];
             __cuda.launch(&ARTIFACT, __variant, __grid, &[#((#dim_names, #dim_vars)),*], &__args)?;
+            #write_backs
             return ::core::result::Result::Ok(());
         }
     })

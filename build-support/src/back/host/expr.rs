@@ -336,6 +336,7 @@ impl Generator<'_> {
                 let a = arg_ref(0)?;
                 quote!(#h::dequant(#a)?)
             }
+            Builtin::QLevels | Builtin::QScales => self.block_access(func, arg_ref(0)?),
             Builtin::Exp => {
                 let a = arg_ref(0)?;
                 quote!(#h::exp(#a))

@@ -11,6 +11,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use super::expr::private;
+use super::grid;
 use super::names;
 use super::tile_slice;
 use super::{GenError, Generator};
@@ -90,10 +91,15 @@ pub fn kernel_module(
         launcher_args.push(match &param.kind {
             ParamKind::Tensor {
                 elem: Elem::Quant(quant),
+                written,
                 ..
             } => {
                 let marker = names::quant_marker(*quant);
-                quote!(#public: &#p::QTensor<'_, #marker>)
+                if *written {
+                    quote!(#public: &mut #p::QTensor<'_, #marker>)
+                } else {
+                    quote!(#public: &#p::QTensor<'_, #marker>)
+                }
             }
             ParamKind::Tensor { elem, written, .. } => {
                 let ty = tensor_elem_type(*elem, param)?;
@@ -118,15 +124,24 @@ pub fn kernel_module(
     for param in &kernel.params {
         let public = names::public(&param.name);
         match &param.kind {
-            // Quantized tensors are read-only: passed through as they are.
+            // Read quantized tensors pass through as they are; written ones
+            // (q8_0) get scratch copies, as float tensors do.
             ParamKind::Tensor {
                 elem: Elem::Quant(quant),
+                written,
                 ..
             } => {
                 let marker = names::quant_marker(*quant);
                 select_args.push(quote!(#public: &#p::QTensor<'_, #marker>));
-                scratch_forward.push(quote!(#public));
-                select_forward.push(quote!(#public));
+                if *written {
+                    let copy = format_ident!("__scratch_{}", public);
+                    scratch.extend(quote!(let mut #copy = #public.clone();));
+                    scratch_forward.push(quote!(&mut #copy));
+                    select_forward.push(quote!(&*#public));
+                } else {
+                    scratch_forward.push(quote!(#public));
+                    select_forward.push(quote!(#public));
+                }
             }
             ParamKind::Tensor { elem, written, .. } => {
                 let ty = tensor_elem_type(*elem, param)?;
@@ -420,12 +435,16 @@ fn dim_binding(kernel: &Kernel) -> TokenStream {
 /// `i32` scalars, the grid, then every program in parallel.
 fn host_function(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStream, GenError> {
     let p = private();
-    let kernel_name = &kernel.name;
     let mut prelude = TokenStream::new();
     for param in &kernel.params {
         let arg = names::public(&param.name);
         let var = names::param(&param.name);
         prelude.extend(match &param.kind {
+            ParamKind::Tensor {
+                elem: Elem::Quant(_),
+                written: true,
+                ..
+            } => quote!(let #var = #p::host::QuantWrite::new(#arg)?;),
             ParamKind::Tensor {
                 elem: Elem::Quant(_),
                 ..
@@ -439,47 +458,12 @@ fn host_function(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStre
             ParamKind::Scalar { .. } => quote!(let #var = #arg;),
         });
     }
-    for tune in &kernel.tune {
-        let field = names::public(&tune.name);
-        let var = names::tune(&tune.name);
-        // Tune values come from CONFIGS (checked above), all small positives.
-        prelude.extend(quote!(let #var: i32 = config.#field as i32;));
-    }
-    for dim in kernel.dims() {
-        let var = names::dim(dim);
-        let extent = format_ident!("__dim_{}", dim);
-        let op = format!("kernel `{kernel_name}`, dim `{dim}`");
-        prelude.extend(quote! {
-            let #var: i32 = i32::try_from(#extent).map_err(|_| #p::Error::BadShape {
-                op: #op,
-                shape: ::std::vec![#extent],
-                expected: "an extent of at most i32::MAX (dims are read as i32 in kernels)",
-            })?;
-        });
-    }
-    let mut grid = Vec::new();
-    for axis in 0..3 {
-        grid.push(match kernel.grid.get(axis) {
-            Some(e) => {
-                let value = generator.expr(e)?;
-                // Grid expressions are i32 (the checker types them so); a
-                // negative extent is the caller's error, never zero programs.
-                quote!({
-                    let __extent: i32 = #value;
-                    usize::try_from(__extent).map_err(|_| #p::Error::GridExtent {
-                        kernel: ::std::string::String::from(#kernel_name),
-                        axis: #axis,
-                        value: i64::from(__extent),
-                    })?
-                })
-            }
-            None => quote!(1usize),
-        });
-    }
+    prelude.extend(grid::tune_and_dim_bindings(kernel));
+    let grid = grid::grid_extents(generator, kernel)?;
     let body = generator.block(&kernel.body)?;
     Ok(quote! {
         #prelude
-        let __grid: [usize; 3] = [#(#grid),*];
+        let __grid: [usize; 3] = #grid;
         // Each grid dim fits i32: try_run_grid rejects larger grids first.
         let __num_programs: [i32; 3] = [__grid[0] as i32, __grid[1] as i32, __grid[2] as i32];
         #p::host::try_run_grid(__grid, |__pid: [i32; 3]| -> #p::Result<()> {

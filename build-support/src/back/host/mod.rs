@@ -18,8 +18,10 @@
 pub mod artifact;
 mod cuda_launch;
 mod expr;
+mod grid;
 mod launcher;
 mod names;
+mod quant;
 mod stmt;
 mod tile_slice;
 

@@ -39,6 +39,12 @@ impl Generator<'_> {
                 index,
                 op,
                 value,
+            } if self.is_quant_tensor(tensor) => self.quant_store(tensor, index, value)?,
+            StmtKind::Store {
+                tensor,
+                index,
+                op,
+                value,
             } => {
                 let view = names::param(tensor);
                 let slices = self.slices(index)?;

@@ -17,7 +17,10 @@ impl Verifier<'_> {
                 )
             }
         };
-        if !matches!(func, Builtin::Dot | Builtin::DotT | Builtin::Dequant) {
+        if !matches!(
+            func,
+            Builtin::Dot | Builtin::DotT | Builtin::Dequant | Builtin::QLevels | Builtin::QScales
+        ) {
             for a in args {
                 self.no_quant(a)?;
             }
@@ -99,6 +102,20 @@ impl Verifier<'_> {
                     || e.shape != args[0].shape
                 {
                     return bad("takes a quantized tile and gives f32 of its shape");
+                }
+            }
+            Builtin::QLevels | Builtin::QScales => {
+                arity(1)?;
+                let expected = match args[0].elem {
+                    Elem::Quant(q) => crate::ir::block_access_result(func, q, &args[0].shape),
+                    Elem::Scalar(_) => None,
+                };
+                let ok = expected
+                    .is_some_and(|(elem, shape)| out == elem && self.same_shape(&e.shape, &shape));
+                if !ok {
+                    return bad(
+                        "takes a q4_0/q4_1/q5_0/q5_1/q8_0/iq4_nl tile; gives its levels (i8, same shape) or block scales (f32, last dim / block length)",
+                    );
                 }
             }
             Builtin::Abs => {

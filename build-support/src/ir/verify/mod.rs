@@ -59,7 +59,7 @@
 
 use super::{
     BinOp, Block, Builtin, Config, DType, Dim, Elem, Expr, ExprKind, Kernel, LocalId, Module,
-    ParamKind, Shape, ShapeExpr, Slice, StmtKind, UnOp,
+    ParamKind, Shape, ShapeExpr, Slice, StmtKind, StoreOp, UnOp,
 };
 use crate::span::Span;
 
@@ -348,10 +348,23 @@ impl<'k> Verifier<'k> {
                         format!("store to `{tensor}`, which is not marked written"),
                     );
                 };
-                if elem.scalar().is_none() {
+                let quantizing = matches!(elem, Elem::Quant(q) if q.is_writable())
+                    && matches!(
+                        kind,
+                        StmtKind::Store {
+                            op: StoreOp::Assign,
+                            ..
+                        }
+                    );
+                if elem.scalar().is_none() && !quantizing {
                     return fail(span, format!("store to quantized tensor `{tensor}`"));
                 }
-                if value.elem != elem || !self.same_shape(&value.shape, &shape) {
+                let stored = if quantizing {
+                    Elem::Scalar(DType::F32)
+                } else {
+                    elem
+                };
+                if value.elem != stored || !self.same_shape(&value.shape, &shape) {
                     return fail(
                         span,
                         format!(

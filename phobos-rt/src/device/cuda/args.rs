@@ -11,6 +11,25 @@ use crate::{DType, Element, Error, Result};
 pub enum KernelArg {
     Tensor(TensorArg),
     Scalar(ScalarArg),
+    Quant(QuantArg),
+}
+
+/// A quantized tensor argument: its blocks on the device, as stored in
+/// the GGUF file (SPEC.md §14). Strides are in bytes: the step of each
+/// outer dim, and one block's bytes for the blocked last dim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuantArg {
+    /// The format's kernel-language name (`q4_k`).
+    pub format: &'static str,
+    /// Device address of the first block.
+    pub device_ptr: u64,
+    /// In elements.
+    pub shape: Vec<usize>,
+    /// In bytes, one per dim.
+    pub strides_bytes: Vec<usize>,
+    /// Bytes the blocks take (the farthest byte the kernel may read is
+    /// `len_bytes - 1`).
+    pub len_bytes: usize,
 }
 
 /// A tensor argument: where its first element is and how it is laid out.
@@ -176,24 +195,7 @@ pub fn pack(
                         "parameter `{name}` is written by the kernel but was passed read-only"
                     )));
                 }
-                for (axis, (declared, &extent)) in param_dims.iter().zip(&tensor.shape).enumerate()
-                {
-                    let expected = match declared.parse::<usize>() {
-                        Ok(literal) => literal,
-                        Err(_) => dims
-                            .iter()
-                            .find(|(n, _)| n == declared)
-                            .map(|(_, v)| *v)
-                            .ok_or_else(|| {
-                                fail(format!("dim `{declared}` of `{name}` is not given"))
-                            })?,
-                    };
-                    if extent != expected {
-                        return Err(fail(format!(
-                            "parameter `{name}` axis {axis} is `{declared}` = {expected}, the tensor has {extent}"
-                        )));
-                    }
-                }
+                check_dims(name, param_dims, &tensor.shape, dims).map_err(&fail)?;
                 // Offsets are computed in the variant's index width: the
                 // farthest element must be addressable in it.
                 let reach =
@@ -216,6 +218,44 @@ pub fn pack(
                 slots.push(Slot::new(&tensor.device_ptr.to_le_bytes()));
                 strides.extend(tensor.strides.iter().copied());
             }
+            (
+                AbiParamKind::Pointer {
+                    elem,
+                    dims: param_dims,
+                    ..
+                },
+                KernelArg::Quant(quant),
+            ) => {
+                let name = param.name;
+                if quant.format != elem {
+                    return Err(fail(format!(
+                        "parameter `{name}` is a tensor of {elem}, got a tensor of {}",
+                        quant.format
+                    )));
+                }
+                if quant.shape.len() != param_dims.len()
+                    || quant.strides_bytes.len() != quant.shape.len()
+                {
+                    return Err(fail(format!(
+                        "parameter `{name}` has rank {}, got shape {:?} / strides {:?}",
+                        param_dims.len(),
+                        quant.shape,
+                        quant.strides_bytes
+                    )));
+                }
+                check_dims(name, param_dims, &quant.shape, dims).map_err(&fail)?;
+                // Byte offsets are computed in the variant's index width.
+                if quant.len_bytes.saturating_sub(1) as u64 > index_max
+                    || quant.strides_bytes.iter().any(|&s| s as u64 > index_max)
+                {
+                    return Err(fail(format!(
+                        "parameter `{name}` ({} bytes of {}) reaches past the {}-bit offsets of this variant",
+                        quant.len_bytes, quant.format, variant.index_bits
+                    )));
+                }
+                slots.push(Slot::new(&quant.device_ptr.to_le_bytes()));
+                strides.extend(quant.strides_bytes.iter().copied());
+            }
             (AbiParamKind::Value { dtype }, KernelArg::Scalar(scalar)) => {
                 if scalar.dtype.name() != dtype {
                     return Err(fail(format!(
@@ -231,7 +271,7 @@ pub fn pack(
                     param.name
                 )));
             }
-            (AbiParamKind::Value { .. }, KernelArg::Tensor(_)) => {
+            (AbiParamKind::Value { .. }, KernelArg::Tensor(_) | KernelArg::Quant(_)) => {
                 return Err(fail(format!(
                     "parameter `{}` is a scalar, got a tensor",
                     param.name
@@ -255,6 +295,32 @@ pub fn pack(
         });
     }
     Ok(PackedArgs { slots })
+}
+
+/// Checks a tensor's extents against the declared dims (literals, or
+/// symbolic dims looked up in `dims`); the error text names the axis.
+fn check_dims(
+    name: &str,
+    param_dims: &[&str],
+    shape: &[usize],
+    dims: &[(&str, usize)],
+) -> std::result::Result<(), String> {
+    for (axis, (declared, &extent)) in param_dims.iter().zip(shape).enumerate() {
+        let expected = match declared.parse::<usize>() {
+            Ok(literal) => literal,
+            Err(_) => dims
+                .iter()
+                .find(|(n, _)| n == declared)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| format!("dim `{declared}` of `{name}` is not given"))?,
+        };
+        if extent != expected {
+            return Err(format!(
+                "parameter `{name}` axis {axis} is `{declared}` = {expected}, the tensor has {extent}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

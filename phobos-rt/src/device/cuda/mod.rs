@@ -24,7 +24,7 @@ pub mod select;
 mod timing;
 pub mod tune;
 
-pub use args::{KernelArg, PackedArgs, ScalarArg, TensorArg};
+pub use args::{KernelArg, PackedArgs, QuantArg, ScalarArg, TensorArg};
 pub(crate) use memory::CudaBuffer;
 pub use module::LaunchReport;
 pub use open::MIN_DRIVER_VERSION;

@@ -56,11 +56,11 @@ pub(crate) fn block_dot(ty: GgmlType, w: &[u8], x: &[u8]) -> f32 {
 }
 
 /// IQ4_NL's level table (part of the format).
-const IQ4NL_LEVELS: [i8; 16] = [
+pub(super) const IQ4NL_LEVELS: [i8; 16] = [
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
 ];
 
-fn f16_at(b: &[u8], at: usize) -> f32 {
+pub(super) fn f16_at(b: &[u8], at: usize) -> f32 {
     f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
 }
 
@@ -68,13 +68,13 @@ fn f32_at(b: &[u8], at: usize) -> f32 {
     f32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
+pub(super) fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
 /// Element `j` (0..32) of a 32-element nibble block: low nibbles hold
 /// elements 0..16, high nibbles 16..32.
-fn nibble(qs: &[u8], j: usize) -> u8 {
+pub(super) fn nibble(qs: &[u8], j: usize) -> u8 {
     if j < 16 {
         qs[j] & 0x0F
     } else {
@@ -82,7 +82,7 @@ fn nibble(qs: &[u8], j: usize) -> u8 {
     }
 }
 
-fn five_bit(qh: u32, qs: &[u8], j: usize) -> u8 {
+pub(super) fn five_bit(qh: u32, qs: &[u8], j: usize) -> u8 {
     nibble(qs, j) | ((((qh >> j) & 1) as u8) << 4)
 }
 

@@ -17,14 +17,17 @@
 //!   ([`block_dot`]); otherwise they are the exact form
 //!   `dot(dequant(q), f32(x))`.
 
+mod block_access;
 mod block_dot;
 mod contract;
+mod walk;
 
+pub use block_access::{QuantWrite, qlevels, qscales, store_quant};
 pub use block_dot::ggml_partner;
 pub use contract::{dot_quant_lhs, dot_quant_rhs, dot_t_quant_lhs, dot_t_quant_rhs, ggml_rows};
 
+use self::walk::BlockWalk;
 use super::Slice;
-use super::slice::MAX_SLICE_RANK;
 use super::tile::{Tile, TileShape};
 use crate::quant::{GgmlType, QTensor, QuantFormat};
 use crate::{Error, Result};
@@ -157,89 +160,21 @@ impl QTile {
 /// span (or `Full`) whose start and length are multiples of the block
 /// length; the compiler proves that, and this re-checks it.
 pub fn load_quant(view: &QuantRead<'_>, slices: &[Slice]) -> Result<QTile> {
-    let shape = view.shape;
     let info = view.ty.info();
-    let bad = |reason: String| Error::QuantShape {
-        format: view.name,
-        shape: shape.to_vec(),
-        reason,
-    };
-    if slices.len() != shape.len() || shape.is_empty() || shape.len() > MAX_SLICE_RANK {
-        return Err(Error::SliceRank {
-            tensor_rank: shape.len(),
-            slices: slices.len(),
-        });
-    }
-    let last = shape.len() - 1;
-    let (col_start, col_len) = match slices[last] {
-        Slice::Span { start, len } => (start, len),
-        Slice::Full => (0, shape[last]),
-        Slice::Point(_) => {
-            return Err(bad(
-                "the blocked last dim must be sliced with a span".to_string()
-            ));
-        }
-    };
-    let block_len = info.block_len as i64;
-    if col_start.rem_euclid(block_len) != 0 || col_len % info.block_len != 0 {
-        return Err(bad(format!(
-            "the slice {col_start} :+ {col_len} of the blocked dim is not aligned to blocks of {block_len}"
-        )));
-    }
-    // Outer dims: per dim (start, len, extent); points drop out of the tile.
-    let mut tile_dims = Vec::with_capacity(shape.len());
-    let mut outer = Vec::with_capacity(last);
-    for (slice, &extent) in slices[..last].iter().zip(shape) {
-        let (start, len) = match *slice {
-            Slice::Point(i) => (i, None),
-            Slice::Span { start, len } => (start, Some(len)),
-            Slice::Full => (0, Some(extent)),
-        };
-        if let Some(len) = len {
-            tile_dims.push(len);
-        }
-        outer.push((start, len.unwrap_or(1), extent));
-    }
-    tile_dims.push(col_len);
-    let row_blocks = shape[last] / info.block_len;
-    let tile_row_blocks = col_len / info.block_len;
-    let rows: usize = outer.iter().map(|&(_, len, _)| len).product();
-    let n_blocks = rows * tile_row_blocks;
+    let walk = BlockWalk::new(view.ty, view.name, view.shape, slices)?;
+    let n_blocks = walk.rows * walk.tile_row_blocks;
     let mut blocks = vec![0u8; n_blocks * info.block_bytes];
     let mut present = vec![false; n_blocks];
-    let mut index = vec![0usize; last];
-    for row in 0..rows {
-        // The tensor row (over the outer dims, row-major), if in bounds.
-        let mut tensor_row = Some(0usize);
-        for (d, &(start, _, extent)) in outer.iter().enumerate() {
-            let coord = i128::from(start) + index[d] as i128;
-            let inside = coord >= 0 && coord < extent as i128;
-            tensor_row = tensor_row
-                .filter(|_| inside)
-                .map(|r| r * extent + coord as usize);
+    walk.for_each(|dst, src| {
+        if let Some(src) = src {
+            let bytes = info.block_bytes;
+            blocks[dst * bytes..(dst + 1) * bytes]
+                .copy_from_slice(&view.bytes[src * bytes..(src + 1) * bytes]);
+            present[dst] = true;
         }
-        if let Some(tensor_row) = tensor_row {
-            for b in 0..tile_row_blocks {
-                let col_block = col_start / block_len + b as i64;
-                if col_block < 0 || col_block >= row_blocks as i64 {
-                    continue;
-                }
-                let src = (tensor_row * row_blocks + col_block as usize) * info.block_bytes;
-                let dst = row * tile_row_blocks + b;
-                blocks[dst * info.block_bytes..(dst + 1) * info.block_bytes]
-                    .copy_from_slice(&view.bytes[src..src + info.block_bytes]);
-                present[dst] = true;
-            }
-        }
-        for d in (0..last).rev() {
-            index[d] += 1;
-            if index[d] < outer[d].1 {
-                break;
-            }
-            index[d] = 0;
-        }
-    }
-    QTile::from_blocks(view.ty, &tile_dims, blocks, present)
+        Ok(())
+    })?;
+    QTile::from_blocks(view.ty, &walk.tile_dims, blocks, present)
 }
 
 /// `dequant(q)`: every present block through `phobos_quant::dequantize`,

@@ -45,7 +45,8 @@ impl<'k> Emitter<'k> {
                     let extents = self.extents(e)?;
                     let lin = self.linear(&at.idx, &extents);
                     let raw = self.buffer_load(buf, &lin);
-                    Ok(self.loaded_value(raw, self.dtype_of(e)?))
+                    // A staged quantized operand holds its f32 values.
+                    Ok(self.loaded_value(raw, self.operand_dtype(e)?))
                 }
                 Hoisted::Fragment(buf) => {
                     let slot = at.slot.clone().ok_or_else(|| {
@@ -126,6 +127,9 @@ impl<'k> Emitter<'k> {
         let dtype = self.dtype_of(e)?;
         match home {
             LocalHome::Ssa(v) => Ok(v),
+            LocalHome::Quant(_) => Err(MlirError::unsupported(
+                "a quantized local read as a value (compiler bug: only dot, dot_t and dequant take one)",
+            )),
             LocalHome::ScalarVar(buf) => {
                 let zero = self.const_i32(0);
                 let raw = self.buffer_load(buf, &zero);
@@ -444,7 +448,12 @@ impl<'k> Emitter<'k> {
                 })?;
                 Ok(self.convert(i, DType::I32, dtype))
             }
-            Builtin::Dot | Builtin::DotT => self.dot(func, arg(0)?, arg(1)?, dtype, at),
+            Builtin::Dot | Builtin::DotT => {
+                if let Some(tiles) = self.partner_tiles.get(&(e as *const Expr)).cloned() {
+                    return self.quant_dot(args, &tiles, at);
+                }
+                self.dot(func, arg(0)?, arg(1)?, dtype, at)
+            }
             Builtin::RowSum | Builtin::RowMax | Builtin::RowMin => {
                 let how = match func {
                     Builtin::RowSum => Reduce::Sum,
@@ -520,7 +529,8 @@ impl<'k> Emitter<'k> {
                 };
                 self.min_max(how, a, b, dtype)
             }
-            Builtin::Dequant => Err(MlirError::unsupported("`dequant` (quantized tiles)")),
+            Builtin::Dequant => self.dequant_at(arg(0)?, at),
+            Builtin::QLevels | Builtin::QScales => self.block_access_at(func, arg(0)?, at),
             Builtin::Abs
             | Builtin::Exp
             | Builtin::Log

@@ -28,7 +28,7 @@ impl<'k> Emitter<'k> {
     }
 
     /// The extent of tensor dim `dim` as the index type.
-    fn tensor_extent(&mut self, dim: &Dim) -> Result<Val, MlirError> {
+    pub(super) fn tensor_extent(&mut self, dim: &Dim) -> Result<Val, MlirError> {
         match dim {
             Dim::Lit(v) => Ok(self.const_int(*v, self.idx_ty)),
             Dim::Sym(name) => {
@@ -40,6 +40,31 @@ impl<'k> Emitter<'k> {
                 Ok(self.index_value(d, DType::I32))
             }
         }
+    }
+
+    /// `mask && 0 <= coord < extent of dim` (`coord` in the index type).
+    pub(super) fn and_in_bounds(
+        &mut self,
+        mask: Option<Val>,
+        coord: &Val,
+        dim: &Dim,
+    ) -> Result<Val, MlirError> {
+        let idx_ty = self.idx_ty;
+        let extent = self.tensor_extent(dim)?;
+        let zero = self.const_int(0, idx_ty);
+        let ge = self.t.def(
+            Ty::I1,
+            format!("arith.cmpi sge, {coord}, {zero} : {idx_ty}"),
+        );
+        let lt = self.t.def(
+            Ty::I1,
+            format!("arith.cmpi slt, {coord}, {extent} : {idx_ty}"),
+        );
+        let both = self.t.def(Ty::I1, format!("arith.andi {ge}, {lt} : i1"));
+        Ok(match mask {
+            None => both,
+            Some(m) => self.t.def(Ty::I1, format!("arith.andi {m}, {both} : i1")),
+        })
     }
 
     /// The element offset of a tensor slice at `at` and the in-bounds
@@ -111,21 +136,7 @@ impl<'k> Emitter<'k> {
                 }
             };
             if needs_mask {
-                let extent = self.tensor_extent(&dims[d])?;
-                let zero = self.const_int(0, idx_ty);
-                let ge = self.t.def(
-                    Ty::I1,
-                    format!("arith.cmpi sge, {coord}, {zero} : {idx_ty}"),
-                );
-                let lt = self.t.def(
-                    Ty::I1,
-                    format!("arith.cmpi slt, {coord}, {extent} : {idx_ty}"),
-                );
-                let both = self.t.def(Ty::I1, format!("arith.andi {ge}, {lt} : i1"));
-                mask = Some(match mask {
-                    None => both,
-                    Some(m) => self.t.def(Ty::I1, format!("arith.andi {m}, {both} : i1")),
-                });
+                mask = Some(self.and_in_bounds(mask, &coord, &dims[d])?);
             }
             let stride = strides.get(d).cloned().ok_or_else(|| {
                 MlirError::unsupported(format!("missing stride of `{tensor}` (compiler bug)"))

@@ -72,7 +72,10 @@
 //! 3. for each tensor parameter in declaration order, one stride per dim,
 //!    in elements, as an integer of the variant's index width (32 or 64
 //!    bits). Row-major tensors pass `[.., dims[2]*dims[1], dims[1], 1]`-style
-//!    products as usual.
+//!    products as usual. A quantized tensor's pointer is to its first
+//!    block and its strides are in bytes: each outer dim steps one row of
+//!    the dims after it, the blocked last dim one block (`block_bytes`);
+//!    see [`quant`].
 //!
 //! Launch with grid = the kernel's `@grid` and block = `(threads, 1, 1)`;
 //! the kernel uses only static shared memory.
@@ -85,6 +88,7 @@ mod memory;
 mod mma;
 mod pipelined;
 pub(crate) mod plan;
+mod quant;
 mod reduce;
 mod stmt;
 #[cfg(test)]
@@ -161,6 +165,8 @@ enum LocalHome {
     ScalarVar(usize),
     /// A tile: a buffer, private slots or shared memory.
     Tile(usize, TileHome),
+    /// A quantized tile: read in place from its tensor.
+    Quant(quant::QuantView),
 }
 
 /// A subexpression computed once before a statement's element loop.
@@ -215,6 +221,8 @@ pub(crate) struct Emitter<'k> {
     /// Shared temporaries and whether the current statement uses them.
     temps: Vec<(usize, bool)>,
     hoisted: HashMap<*const Expr, Hoisted>,
+    /// ggml-form contractions of the current statement: their partner tiles.
+    partner_tiles: HashMap<*const Expr, quant::PartnerTiles>,
     /// Nesting of element loops: inside one, threads diverge, so no
     /// cooperative (shuffle/barrier) code may be emitted.
     element_loop_depth: u32,
@@ -256,6 +264,7 @@ impl<'k> Emitter<'k> {
             buffers: Vec::new(),
             temps: Vec::new(),
             hoisted: HashMap::new(),
+            partner_tiles: HashMap::new(),
             element_loop_depth: 0,
             tensor_cores: None,
             pipeline: pipelined::PipelineState::default(),
@@ -269,10 +278,7 @@ impl<'k> Emitter<'k> {
             match &p.kind {
                 ParamKind::Tensor { elem, .. } => {
                     if let Elem::Quant(q) = elem {
-                        return Err(MlirError::unsupported(format!(
-                            "quantized tensor parameter `{}: tensor<{q}>`",
-                            p.name
-                        )));
+                        quant::lowering(*q, &format!("parameter `{}`", p.name))?;
                     }
                     args.push((format!("%p_{}", p.name), "!llvm.ptr<1>".to_string()));
                 }
@@ -507,6 +513,7 @@ impl<'k> Emitter<'k> {
             *in_use = false;
         }
         self.hoisted.clear();
+        self.partner_tiles.clear();
     }
 
     fn barrier(&mut self) {

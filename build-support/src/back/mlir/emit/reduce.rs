@@ -170,7 +170,7 @@ impl<'k> Emitter<'k> {
 
     /// Opens `scf.for %k = 0 to count` carrying one accumulator; returns
     /// (loop variable, accumulator, result name).
-    fn open_accumulating_loop(&mut self, count: &Val, init: &Val) -> (Val, Val, String) {
+    pub(super) fn open_accumulating_loop(&mut self, count: &Val, init: &Val) -> (Val, Val, String) {
         let lo = self.const_i32(0);
         let one = self.const_i32(1);
         let result = self.t.fresh("v");
@@ -193,7 +193,7 @@ impl<'k> Emitter<'k> {
         )
     }
 
-    fn close_accumulating_loop(&mut self, next: &Val, result: String) -> Val {
+    pub(super) fn close_accumulating_loop(&mut self, next: &Val, result: String) -> Val {
         self.t.line(format!("scf.yield {next} : {}", next.ty));
         self.t.close("}");
         Val {
@@ -242,8 +242,8 @@ impl<'k> Emitter<'k> {
                 slot: None,
             },
         )?;
-        let av = self.convert(av, self.dtype_of(a)?, dtype);
-        let bv = self.convert(bv, self.dtype_of(b)?, dtype);
+        let av = self.convert(av, self.operand_dtype(a)?, dtype);
+        let bv = self.convert(bv, self.operand_dtype(b)?, dtype);
         let prod = self.binary(BinOp::Mul, av, bv, dtype)?;
         let next = self.binary(BinOp::Add, acc, prod, dtype)?;
         Ok(self.close_accumulating_loop(&next, result))

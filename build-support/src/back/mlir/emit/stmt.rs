@@ -88,6 +88,9 @@ impl<'k> Emitter<'k> {
             .kernel
             .local(local)
             .ok_or_else(|| MlirError::unsupported(format!("unknown local #{}", local.0)))?;
+        if info.elem.is_quant() {
+            return self.define_quant_local(local, value);
+        }
         let dtype = info
             .elem
             .scalar()
@@ -174,7 +177,7 @@ impl<'k> Emitter<'k> {
     /// Computes what a statement needs before its element loop: scalar
     /// subexpressions (once, uniformly), dot operands into shared memory,
     /// and reductions whose elements other threads read.
-    fn prepare(&mut self, e: &Expr, identity: bool) -> Result<(), MlirError> {
+    pub(super) fn prepare(&mut self, e: &Expr, identity: bool) -> Result<(), MlirError> {
         if self.hoisted.contains_key(&(e as *const Expr)) {
             return Ok(());
         }
@@ -191,6 +194,15 @@ impl<'k> Emitter<'k> {
         }
         let same = |child: &Expr| identity && plan::same_extents(child, e, self.config);
         match &e.kind {
+            ExprKind::Call {
+                func: func @ (Builtin::Dot | Builtin::DotT),
+                args,
+            } if args.iter().any(|a| a.elem.is_quant()) => {
+                self.prepare_quant_dot(*func, args, e)?;
+                if !identity {
+                    self.materialize(e)?;
+                }
+            }
             ExprKind::Call {
                 func: func @ (Builtin::Dot | Builtin::DotT),
                 args,
@@ -270,7 +282,7 @@ impl<'k> Emitter<'k> {
         Ok(())
     }
 
-    fn prepare_slices(&mut self, index: &[Slice]) -> Result<(), MlirError> {
+    pub(super) fn prepare_slices(&mut self, index: &[Slice]) -> Result<(), MlirError> {
         for s in index {
             match s {
                 Slice::Point(p) | Slice::Span { start: p, .. } => self.prepare(p, false)?,
@@ -337,14 +349,14 @@ impl<'k> Emitter<'k> {
         Ok(true)
     }
 
-    fn is_shared_local(&self, e: &Expr) -> bool {
+    pub(super) fn is_shared_local(&self, e: &Expr) -> bool {
         matches!(&e.kind, ExprKind::Local(id)
             if matches!(self.locals.get(id), Some(LocalHome::Tile(_, TileHome::Shared))))
     }
 
     /// Writes every element of tile `e` to a shared temporary, which later
     /// evaluation of `e` reads instead of recomputing.
-    fn materialize(&mut self, e: &Expr) -> Result<(), MlirError> {
+    pub(super) fn materialize(&mut self, e: &Expr) -> Result<(), MlirError> {
         let dtype = self.dtype_of(e)?;
         let extents = self.extents(e)?;
         let n: i64 = extents.iter().product();
@@ -374,6 +386,11 @@ impl<'k> Emitter<'k> {
         op: Option<StoreOp>,
         value: &Expr,
     ) -> Result<(), MlirError> {
+        if self.kernel.param(tensor).is_some_and(
+            |p| matches!(&p.kind, crate::ir::ParamKind::Tensor { elem, .. } if elem.is_quant()),
+        ) {
+            return self.quant_store(tensor, index, value);
+        }
         self.prepare_slices(index)?;
         self.prepare(value, true)?;
         let value_dtype = self.dtype_of(value)?;

@@ -231,15 +231,64 @@ kernel t(A: tensor<f32>[16, 16], B: tensor<f32>[16, 16], C: tensor<f32>[16, 16])
 }
 
 #[test]
-fn quantized_tensors_are_refused_by_name() {
+fn quantized_formats_without_a_lowering_are_refused_by_name() {
     let src = "
 @grid(1)
-kernel t(W: tensor<q8_0>[N, 32], X: tensor<f32>[32, 1], Y: tensor<f32>[N, 1]) {
-  Y[0 :+ 16, 0 :+ 1] = dot(W[0 :+ 16, 0 :+ 32], X[0 :+ 32, 0 :+ 1])
+kernel t(W: tensor<iq3_s>[N, 256], X: tensor<f32>[256, 1], Y: tensor<f32>[N, 1]) {
+  Y[0 :+ 16, 0 :+ 1] = dot(W[0 :+ 16, 0 :+ 256], X[0 :+ 256, 0 :+ 1])
 }
 ";
     let err = emit_err(src);
-    assert!(err.to_string().contains("quantized"), "{err}");
+    assert!(err.to_string().contains("iq3_s"), "{err}");
+    assert!(err.to_string().contains("parameter `W`"), "{err}");
+}
+
+#[test]
+fn a_ggml_form_contraction_quantizes_the_activation_once_per_statement() {
+    let src = "
+@grid(cdiv(N, 4))
+kernel t(X: tensor<f32>[2, K], W: tensor<q8_0>[N, K], Y: tensor<f32>[2, N]) {
+  var acc: tile<f32>[2, 4] = 0.0
+  for k in range(0, K, 32) {
+    acc += dot_t(X[0 :+ 2, k :+ 32], W[program_id(0) * 4 :+ 4, k :+ 32])
+  }
+  Y[0 :+ 2, program_id(0) * 4 :+ 4] = acc
+}
+";
+    let k = kernel(src);
+    let e = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap();
+    // The activation tile (2x32 f32), its q8_0 levels (2x32 i8) and scales
+    // (2 f32) in shared memory; the weight blocks are read in place.
+    assert_eq!(e.shared_bytes, 2 * 32 * 4 + 2 * 32 + 2 * 4, "{}", e.mlir);
+    assert!(
+        e.mlir
+            .contains("memref<64xi8, #gpu.address_space<workgroup>>"),
+        "{}",
+        e.mlir
+    );
+    // The partner scale is rounded through f16 as q8_0 stores it.
+    assert!(
+        e.mlir.contains("arith.truncf") && e.mlir.contains("f32 to f16"),
+        "{}",
+        e.mlir
+    );
+    // Block bytes are addressed as i8 from the weight pointer.
+    assert!(e.mlir.contains("llvm.getelementptr %p_W["), "{}", e.mlir);
+}
+
+#[test]
+fn the_exact_form_stages_the_dequantized_tile() {
+    let src = "
+@grid(1)
+kernel t(X: tensor<f32>[2, 32], W: tensor<q4_0>[4, 32], Y: tensor<f32>[2, 4]) {
+  Y[0 :+ 2, 0 :+ 4] = dot_t(X[0 :+ 2, 0 :+ 32], dequant(W[0 :+ 4, 0 :+ 32]))
+}
+";
+    let k = kernel(src);
+    let e = emit_mlir(&k, &k.default_config(), "sm_80", 32).unwrap();
+    // x (2x32 f32) and dequant(w) (4x32 f32); no partner levels.
+    assert_eq!(e.shared_bytes, (2 * 32 + 4 * 32) * 4, "{}", e.mlir);
+    assert!(!e.mlir.contains("xi8"), "{}", e.mlir);
 }
 
 #[test]

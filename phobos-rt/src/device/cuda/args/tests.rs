@@ -175,3 +175,94 @@ fn every_mismatch_is_an_error_naming_it() {
             .contains("does not fit the kernel's i32")
     );
 }
+
+/// `k(W: tensor<q4_k>[N, 512], s: f32)`: a quantized tensor argument.
+const QUANT_PARAMS: &[AbiParam] = &[
+    AbiParam {
+        name: "W",
+        kind: AbiParamKind::Pointer {
+            elem: "q4_k",
+            dims: &["N", "512"],
+            written: false,
+        },
+    },
+    AbiParam {
+        name: "s",
+        kind: AbiParamKind::Value { dtype: "f32" },
+    },
+];
+
+fn quant_artifact() -> KernelArtifact {
+    KernelArtifact {
+        params: QUANT_PARAMS,
+        dims: &["N"],
+        ..artifact()
+    }
+}
+
+fn q4_k(ptr: u64, n: usize, k: usize) -> KernelArg {
+    let strides = crate::quant::strides_bytes(&[n, k], 256, 144).unwrap();
+    KernelArg::Quant(QuantArg {
+        format: "q4_k",
+        device_ptr: ptr,
+        shape: vec![n, k],
+        strides_bytes: strides,
+        len_bytes: n * (k / 256) * 144,
+    })
+}
+
+#[test]
+fn a_quantized_tensor_is_its_block_pointer_then_byte_strides() {
+    let args = [
+        q4_k(0x4000, 3, 512),
+        KernelArg::Scalar(ScalarArg::of(2.0f32)),
+    ];
+    let packed = pack(&quant_artifact(), &variant(32), &[("N", 3)], &args).unwrap();
+    let bytes: Vec<Vec<u8>> = packed.slots.iter().map(Slot::le_bytes).collect();
+    let expected: Vec<Vec<u8>> = vec![
+        0x4000u64.to_le_bytes().to_vec(),
+        2.0f32.to_le_bytes().to_vec(),
+        3i32.to_le_bytes().to_vec(),
+        // A row is two 144-byte blocks; the blocked dim steps one block.
+        288i32.to_le_bytes().to_vec(),
+        144i32.to_le_bytes().to_vec(),
+    ];
+    assert_eq!(bytes, expected);
+    let wide = pack(&quant_artifact(), &variant(64), &[("N", 3)], &args).unwrap();
+    assert_eq!(wide.slots[3].le_bytes(), 288i64.to_le_bytes());
+}
+
+#[test]
+fn quantized_mismatches_are_errors_naming_them() {
+    let err = |dims: &[(&str, usize)], args: &[KernelArg], bits: u32| {
+        pack(&quant_artifact(), &variant(bits), dims, args)
+            .unwrap_err()
+            .to_string()
+    };
+    let scalar = KernelArg::Scalar(ScalarArg::of(2.0f32));
+    let mut wrong_format = q4_k(1, 3, 512);
+    if let KernelArg::Quant(q) = &mut wrong_format {
+        q.format = "q6_k";
+    }
+    assert!(
+        err(&[("N", 3)], &[wrong_format, scalar.clone()], 32)
+            .contains("tensor of q4_k, got a tensor of q6_k")
+    );
+    assert!(
+        err(&[("N", 3)], &[q4_k(1, 3, 256), scalar.clone()], 32)
+            .contains("axis 1 is `512` = 512, the tensor has 256")
+    );
+    assert!(
+        err(
+            &[("N", 3)],
+            &[tensor(DType::F32, 1, &[3, 512], false), scalar.clone()],
+            32
+        )
+        .contains("tensor of q4_k, got f32")
+    );
+    // 2^31 bytes of blocks do not fit 32-bit offsets.
+    let rows = (1usize << 31) / 288 + 1;
+    assert!(
+        err(&[("N", rows)], &[q4_k(1, rows, 512), scalar], 32).contains("reaches past the 32-bit")
+    );
+}
