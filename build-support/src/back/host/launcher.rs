@@ -308,19 +308,31 @@ fn host_function(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStre
     let p = private();
     let kernel_name = &kernel.name;
     let mut prelude = TokenStream::new();
+    // Written tensors first: each enters its allocation as a writer, so a
+    // read-only parameter on the same storage (an alias) is then refused
+    // plain reads and reads atomically, and making the plain readers last
+    // means the launch never waits while holding one.
+    let mut written = TokenStream::new();
+    let mut read = TokenStream::new();
     for param in &kernel.params {
         let arg = names::public(&param.name);
         let var = names::param(&param.name);
-        prelude.extend(match &param.kind {
+        match &param.kind {
             ParamKind::Tensor { written: true, .. } => {
-                quote!(let #var = #p::host::TensorWrite::new(#arg)?;)
+                written.extend(quote!(let #var = #p::host::TensorWrite::new(#arg)?;));
             }
             ParamKind::Tensor { written: false, .. } => {
-                quote!(let #var = #p::host::TensorRead::new(#arg)?;)
+                let guard = format_ident!("__plain_{}", var);
+                read.extend(quote! {
+                    let #guard = #p::host::PlainRead::new(#arg)?;
+                    let #var = #guard.view();
+                });
             }
-            ParamKind::Scalar { .. } => quote!(let #var = #arg;),
-        });
+            ParamKind::Scalar { .. } => prelude.extend(quote!(let #var = #arg;)),
+        }
     }
+    prelude.extend(written);
+    prelude.extend(read);
     for tune in &kernel.tune {
         let field = names::public(&tune.name);
         let var = names::tune(&tune.name);
