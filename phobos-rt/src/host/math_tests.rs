@@ -14,7 +14,11 @@ fn ulps(got: f32, want: f32) -> u64 {
     // Map the bits to a monotonic integer line.
     let key = |v: f32| {
         let bits = v.to_bits() as i64;
-        if bits < 0 { i64::from(i32::MIN) - bits } else { bits }
+        if bits < 0 {
+            i64::from(i32::MIN) - bits
+        } else {
+            bits
+        }
     };
     key(got).abs_diff(key(want))
 }
@@ -40,8 +44,7 @@ const CASES: [Case; 4] = [
 /// The worst error of every case over the bit patterns `start, start +
 /// step, ...`; gelu's in ulps, or in units of 2^-23 below magnitude 1.
 fn sweep(step: usize) -> Vec<(&'static str, u64, f32)> {
-    let mut worst: Vec<(&'static str, u64, f32)> =
-        CASES.iter().map(|c| (c.0, 0, 0.0)).collect();
+    let mut worst: Vec<(&'static str, u64, f32)> = CASES.iter().map(|c| (c.0, 0, 0.0)).collect();
     worst.push(("gelu", 0, 0.0));
     for bits in (0..=u32::MAX).step_by(step) {
         let x = f32::from_bits(bits);
@@ -70,7 +73,11 @@ fn sweep(step: usize) -> Vec<(&'static str, u64, f32)> {
 fn check(worst: &[(&'static str, u64, f32)]) {
     for &(name, error, at) in worst {
         let bound = CASES.iter().find(|c| c.0 == name).map_or(4, |c| c.3);
-        assert!(error <= bound, "{name}: {error} ulp at {at:e} (bits {:#x})", at.to_bits());
+        assert!(
+            error <= bound,
+            "{name}: {error} ulp at {at:e} (bits {:#x})",
+            at.to_bits()
+        );
     }
 }
 
