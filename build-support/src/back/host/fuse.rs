@@ -2,8 +2,9 @@
 //! casts, `exp`, `where`, ...) becomes one loop over its leaves, with no
 //! tile in between (`a * b + c` reads `a`, `b`, `c` once each and writes
 //! one tile). Leaves are the nodes that are not elementwise: scalars
-//! (evaluated once, before the loop), and tiles of the tree's shape
-//! (loads, locals, contractions, reductions, broadcasts of smaller tiles).
+//! (evaluated once, before the loop), and tiles (loads, locals,
+//! contractions, reductions, ...); a leaf of a smaller shape (operators
+//! broadcast implicitly) is stretched to the tree's shape before the loop.
 //!
 //! The loop body is the scalar code of the tree (`Generator::scalar`) with
 //! every leaf replaced by a name, so a fused tile op computes exactly what
@@ -149,7 +150,13 @@ impl Generator<'_> {
         let tile = format_ident!("__t{}", id);
         let value = format_ident!("__v{}", id);
         let ty = names::rust_type(self.dtype_of(e)?);
-        let tile_ref = self.tile_ref(e)?;
+        let mut tile_ref = self.tile_ref(e)?;
+        if e.shape != root.shape {
+            // Operators broadcast implicitly (NumPy rules): stretch the
+            // leaf to the tree's shape once, before the loop.
+            let shape = &fused.shape;
+            tile_ref = quote!(&(#p::host::broadcast_to(#tile_ref, &[#(#shape),*])?));
+        }
         fused
             .prelude
             .extend(quote!(let #tile: &#p::host::Tile<#ty> = #tile_ref;));

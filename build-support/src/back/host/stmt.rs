@@ -212,7 +212,9 @@ impl Generator<'_> {
                         #p::host::#f(&mut #name, #a, #b)?;
                     })
                 }
-                Step::Elementwise { function, rhs } => self.fused_update(&name, function, rhs)?,
+                Step::Elementwise { function, rhs } => {
+                    self.fused_update(&name, function, rhs, &value.shape)?
+                }
             });
         }
         Ok(Some(out))
@@ -225,6 +227,7 @@ impl Generator<'_> {
         target: &proc_macro2::Ident,
         function: &'static str,
         rhs: &Expr,
+        target_shape: &Shape,
     ) -> Result<TokenStream, GenError> {
         let p = private();
         let op = match function {
@@ -243,9 +246,9 @@ impl Generator<'_> {
                 }
             }));
         }
-        if !super::fuse::is_elementwise(rhs) {
-            // One tile: the library's in-place op, which broadcasts a
-            // smaller tile itself (so a `Broadcast` is not materialized).
+        if !super::fuse::is_elementwise(rhs) || rhs.shape != *target_shape {
+            // One tile (or a fused tree of a smaller shape): the library's
+            // in-place op, which broadcasts a smaller tile itself.
             let function = proc_macro2::Ident::new(function, proc_macro2::Span::call_site());
             let inner = match &rhs.kind {
                 crate::ir::ExprKind::Broadcast(arg) if !arg.is_scalar() => arg.as_ref(),
