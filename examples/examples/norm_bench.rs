@@ -12,9 +12,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use copy_reference::copy_parallel;
 use phobos_examples::kernels::{layernorm, rmsnorm, softmax};
 use phobos_examples::random::SplitMix64;
-use copy_reference::copy_parallel;
 
 /// Best of this many runs, to skip one-off noise from other processes.
 const REPEATS: usize = 5;

@@ -117,6 +117,20 @@ impl DType {
         }
     }
 
+    /// The type both operands of `dot`/`dot_t` meet at when their types
+    /// are `self` and `other` and neither is a weak literal, when that is
+    /// not their ordinary promotion: `u8` with `i8` (either order) is the
+    /// mixed-sign dot of x86's VNNI (`vpdpbusd`) and the GPU's `dp4a`, and
+    /// meets at `i32`, where every product `u8 * i8` and the wrapping `i32`
+    /// sum are exact, instead of promoting to `u8` (which would reinterpret
+    /// negative `i8` values). `None`: the ordinary promotion applies.
+    pub const fn dot_mixed_sign(self, other: DType) -> Option<DType> {
+        match (self, other) {
+            (DType::U8, DType::I8) | (DType::I8, DType::U8) => Some(DType::I32),
+            _ => None,
+        }
+    }
+
     /// The element type `sum`, `rowsum` and `cumsum` produce (SPEC.md §10):
     /// `bool` and 8- and 16-bit integers accumulate in `i32`; every other
     /// type keeps its type (`f16`/`bf16` may accumulate wider internally

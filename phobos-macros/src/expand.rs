@@ -11,6 +11,7 @@ use phobos_build::{Source, check};
 
 use crate::error::MacroError;
 use crate::source_file::read_kernel_file;
+use crate::tune_table::{self, TuneTable};
 
 /// How kernels become PTX in this build: [`crate::ptx::Settings`] with
 /// feature `ptx`, nothing without.
@@ -36,6 +37,18 @@ pub fn inline(input: TokenStream) -> TokenStream {
 
 /// [`inline`] with explicit PTX settings (tests point the cache elsewhere).
 pub fn inline_with(input: TokenStream, settings: &PtxSettings) -> TokenStream {
+    match TuneTable::from_env() {
+        Ok(table) => inline_with_table(input, settings, table.as_ref()),
+        Err(message) => MacroError::new(Span::call_site(), message).to_compile_error(),
+    }
+}
+
+/// [`inline_with`] with an explicit embedded tune table.
+pub fn inline_with_table(
+    input: TokenStream,
+    settings: &PtxSettings,
+    table: Option<&TuneTable>,
+) -> TokenStream {
     let source_text = input.to_string();
     let fallback_names = kernel_names_in_tokens(&input);
     compile(
@@ -44,6 +57,7 @@ pub fn inline_with(input: TokenStream, settings: &PtxSettings) -> TokenStream {
         None,
         &fallback_names,
         settings,
+        table,
     )
 }
 
@@ -67,6 +81,10 @@ pub fn file(input: TokenStream) -> TokenStream {
     // Makes cargo rebuild the crate when the file changes.
     let track =
         quote_spanned!(literal.span()=> const _: &[u8] = ::core::include_bytes!(#absolute););
+    let table = match TuneTable::from_env() {
+        Ok(table) => table,
+        Err(message) => return MacroError::new(literal.span(), message).to_compile_error(),
+    };
     let source = Source::file(relative, kernel_file.text.clone());
     let modules = compile(
         &source,
@@ -74,6 +92,7 @@ pub fn file(input: TokenStream) -> TokenStream {
         Some(literal.span()),
         &[],
         &ptx_settings_from_env(),
+        table.as_ref(),
     );
     quote!(#track #modules)
 }
@@ -87,6 +106,7 @@ fn compile(
     report_at: Option<Span>,
     fallback_names: &[Ident],
     settings: &PtxSettings,
+    table: Option<&TuneTable>,
 ) -> TokenStream {
     let (program, source_map) = match phobos_build::parse(source) {
         Ok(parsed) => parsed,
@@ -114,10 +134,15 @@ fn compile(
         Ok(ptx) => ptx.into_iter(),
         Err(errors) => return report(&Diagnostics::new(source_map, errors), report_at, &names),
     };
-    match host::generate_with_ptx(&module, source_text, |_| ptx.next().flatten()) {
+    let tune_lines = |kernel: &phobos_build::ir::Kernel| {
+        table.map_or_else(Vec::new, |t| t.lines_for(&kernel.name))
+    };
+    match host::generate_with(&module, source_text, |_| ptx.next().flatten(), tune_lines) {
         Ok(tokens) => {
             let track = track_build_env();
-            quote!(#track #tokens)
+            let track_table = table.map(TuneTable::track);
+            let track_table_env = tune_table::track_env();
+            quote!(#track #track_table_env #track_table #tokens)
         }
         Err(errors) => {
             let errors = errors
@@ -317,6 +342,52 @@ mod tests {
     fn count(line: &str, field: &str) -> usize {
         let start = line.find(field).unwrap() + field.len();
         line[start..].split(' ').next().unwrap().parse().unwrap()
+    }
+
+    /// Settings that compile no PTX (no chips) with or without `ptx`.
+    fn no_ptx_settings() -> PtxSettings {
+        #[cfg(feature = "ptx")]
+        return PtxSettings {
+            chips: Vec::new(),
+            index_bits: vec![32],
+            cache: None,
+            jobs: 1,
+            ptxas: Ok(None),
+        };
+        #[cfg(not(feature = "ptx"))]
+        return PtxSettings;
+    }
+
+    #[test]
+    fn an_embedded_tune_table_lands_in_its_kernels_module() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("table.jsonl");
+        let entry = r#"{"format":"phobos-tune","version":1,"kernel":"twice","config":"BLOCK=8"}"#;
+        let other = r#"{"format":"phobos-tune","version":1,"kernel":"other","config":"X=1"}"#;
+        std::fs::write(&path, format!("{}\n{entry}\n{other}\n", tune_table::HEADER)).unwrap();
+        let table = TuneTable::read(&path).unwrap();
+        let tokens: TokenStream = "@autotune(BLOCK in [4, 8]) @grid(cdiv(N, BLOCK)) kernel twice(x: tensor<f32>[N], y: tensor<f32>[N]) {\n let i = program_id(0) * BLOCK\n y[i :+ BLOCK] = x[i :+ BLOCK] * 2.0\n }"
+            .parse()
+            .unwrap();
+        let out = inline_with_table(tokens.clone(), &no_ptx_settings(), Some(&table)).to_string();
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains("TUNE_TABLE"), "{out}");
+        assert!(out.contains("BLOCK=8"), "{out}");
+        assert!(!out.contains("X=1"), "{out}");
+        assert!(out.contains("include_bytes"), "{out}");
+        assert!(
+            out.contains("option_env ! (\"PHOBOS_TUNE_TABLE\")"),
+            "{out}"
+        );
+        assert!(
+            out.contains("\"BLOCK=4\" , \"BLOCK=8\""),
+            "CONFIG_TEXTS: {out}"
+        );
+        let without = inline_with_table(tokens, &no_ptx_settings(), None).to_string();
+        assert!(
+            without.contains("TUNE_TABLE : & [& str] = & []"),
+            "{without}"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod expand;
 #[cfg(feature = "ptx")]
 mod ptx;
 mod source_file;
+mod tune_table;
 
 use proc_macro::TokenStream;
 

@@ -1,7 +1,11 @@
 //! Models: GGUF, quant formats, tokenizers, chat templates.
 
+pub mod arch;
 pub mod chat;
+pub mod engine;
 pub mod gguf;
+pub mod ops;
+pub mod sample;
 pub mod tokenizer;
 
 /// The quant formats live in `phobos-quant`, below both this crate and

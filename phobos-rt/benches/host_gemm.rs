@@ -2,8 +2,8 @@
 //! `acc += dot(a, b)`) through `run_grid` + `load` + `dot_acc` + `store`,
 //! next to `matrixmultiply::sgemm`. Criterion's `Gelem/s` throughput is
 //! GFLOP/s (2*M*N*K elements per iteration); a plain GFLOP/s line is printed
-//! too. `matrixmultiply` runs on one thread, so the tile gemm is measured on
-//! a one-thread pool as well as on rayon's global pool.
+//! too. `matrixmultiply` runs on one thread here; the tile gemm runs on the
+//! host pool's `PHOBOS_THREADS` threads (set it to 1 to compare per thread).
 //!
 //! Run: `cargo bench -p phobos-rt --bench host_gemm`.
 
@@ -144,22 +144,9 @@ fn bench(c: &mut Criterion) {
         "tile gemm disagrees with sgemm"
     );
 
-    let one_thread = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("pool");
-    let threads = rayon::current_num_threads();
-    let tile_1t = time_best(|| {
-        one_thread
-            .install(|| tile_gemm(&a, &b, &mut out))
-            .expect("gemm")
-    });
+    let threads = phobos_rt::HostDevice.threads();
     let tile_all = time_best(|| tile_gemm(&a, &b, &mut out).expect("gemm"));
     let mm = time_best(|| reference_sgemm(&a_host, &b_host, &mut reference));
-    println!(
-        "host_gemm 1024^3 f32: tile programs, 1 thread: {:.1} GFLOP/s",
-        gflops(tile_1t)
-    );
     println!(
         "host_gemm 1024^3 f32: tile programs, {threads} threads: {:.1} GFLOP/s",
         gflops(tile_all)
@@ -172,14 +159,7 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("gemm_1024_f32");
     group.throughput(Throughput::Elements(2 * (M * N * K) as u64));
     group.sample_size(10);
-    group.bench_function("tile_programs_1_thread", |bench| {
-        bench.iter(|| {
-            one_thread
-                .install(|| tile_gemm(&a, &b, &mut out))
-                .expect("gemm")
-        })
-    });
-    group.bench_function("tile_programs_all_threads", |bench| {
+    group.bench_function("tile_programs_pool_threads", |bench| {
         bench.iter(|| tile_gemm(&a, &b, &mut out).expect("gemm"))
     });
     group.bench_function("matrixmultiply_sgemm", |bench| {

@@ -37,6 +37,29 @@ pub enum Error {
         expected: usize,
         actual: usize,
     },
+    /// A quantized tensor's shape does not fit its block format.
+    #[error("quantized tensor of format {format}, shape {shape:?}: {reason}")]
+    QuantShape {
+        format: &'static str,
+        shape: Vec<usize>,
+        reason: String,
+    },
+    /// A quantized tensor's bytes are not the blocks its shape needs.
+    #[error(
+        "quantized tensor of format {format}, shape {shape:?}: needs {expected} bytes of blocks, got {actual}"
+    )]
+    QuantBytes {
+        format: &'static str,
+        shape: Vec<usize>,
+        expected: usize,
+        actual: usize,
+    },
+    /// The quant layer refused an operation (e.g. a format it cannot quantize).
+    #[error("quantized format {format}: {message}")]
+    Quant {
+        format: &'static str,
+        message: String,
+    },
     /// A shape's element count overflows `usize`.
     #[error("shape {shape:?} has more elements than fit in memory")]
     ShapeOverflow { shape: Vec<usize> },
@@ -113,6 +136,10 @@ pub enum Error {
         expected: &'static str,
         actual: &'static str,
     },
+    /// A program of a host launch panicked; the launch stopped handing out
+    /// programs and returned this instead.
+    #[error("a kernel program panicked: {message}")]
+    ProgramPanicked { message: String },
     /// A failure reported by a backend (driver, allocation, launch).
     #[error("{backend} backend: {message}")]
     Backend {

@@ -1,6 +1,7 @@
 //! Typed tensors in device memory.
 
-use crate::device::{CudaBuffer, HostBuffer};
+use crate::device::cuda::{KernelArg, TensorArg};
+use crate::device::{CudaBuffer, CudaDevice, HostBuffer};
 use crate::{DType, Device, Element, Error, Result, Shape};
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -10,7 +11,6 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub(crate) enum Storage {
     Host(Arc<HostBuffer>),
-    #[allow(dead_code)]
     Cuda(Arc<CudaBuffer>),
 }
 
@@ -82,7 +82,7 @@ impl<T: Element> Tensor<T> {
     pub fn device(&self) -> Device {
         match &self.storage {
             Storage::Host(_) => Device::host(),
-            Storage::Cuda(b) => match **b {},
+            Storage::Cuda(b) => Device::from_cuda(b.device().clone()),
         }
     }
 
@@ -200,6 +200,9 @@ impl<T: Element> Tensor<T> {
                 actual: data.len(),
             });
         }
+        if let Storage::Cuda(buffer) = &self.storage {
+            return self.cuda_scatter(buffer, data);
+        }
         let base = self.host_ptr("copy_from_slice")?;
         let buffer = self.host_buffer()?;
         buffer.begin_write();
@@ -244,6 +247,9 @@ impl<T: Element> Tensor<T> {
 
     /// The elements in row-major order of the shape (a copy).
     pub fn to_vec(&self) -> Result<Vec<T>> {
+        if let Storage::Cuda(buffer) = &self.storage {
+            return self.cuda_gather(buffer);
+        }
         let base = self.host_ptr("to_vec")?;
         let mut out = Vec::with_capacity(self.len());
         self.for_each_offset(|_, at| {
@@ -258,7 +264,7 @@ impl<T: Element> Tensor<T> {
     fn capacity(&self) -> usize {
         match &self.storage {
             Storage::Host(b) => b.len_bytes() / size_of::<T>(),
-            Storage::Cuda(b) => match **b {},
+            Storage::Cuda(b) => b.len_bytes() / size_of::<T>(),
         }
     }
 
@@ -287,13 +293,88 @@ impl<T: Element> Tensor<T> {
     }
 
     /// Fills a freshly allocated row-major tensor from `data`.
-    pub(crate) fn write_contiguous(&self, data: &[T]) {
-        if let Ok(base) = self.host_ptr("tensor_from") {
-            for (i, &v) in data.iter().enumerate().take(self.capacity()) {
-                // SAFETY: `i` is below the capacity; all accesses are atomic.
-                unsafe { T::store_relaxed(base.add(i), v) };
+    pub(crate) fn write_contiguous(&self, data: &[T]) -> Result<()> {
+        match &self.storage {
+            Storage::Host(_) => {
+                let base = self.host_ptr("tensor_from")?;
+                for (i, &v) in data.iter().enumerate().take(self.capacity()) {
+                    // SAFETY: `i` is below the capacity; all accesses are atomic.
+                    unsafe { T::store_relaxed(base.add(i), v) };
+                }
+                Ok(())
             }
+            Storage::Cuda(buffer) => buffer.write(0, element_bytes(data)),
         }
+    }
+
+    /// The tensor as a launch argument on `device`: its first element's
+    /// device address, shape and strides. `WrongBackend` when it lives on
+    /// the host, an error when on another GPU.
+    pub fn cuda_arg(&self, device: &CudaDevice, writable: bool) -> Result<KernelArg> {
+        let Storage::Cuda(buffer) = &self.storage else {
+            return Err(Error::WrongBackend {
+                op: "launch",
+                expected: "cuda",
+                actual: "host",
+            });
+        };
+        if buffer.device() != device {
+            return Err(Error::Backend {
+                backend: "cuda",
+                message: format!(
+                    "a tensor on CUDA device {} passed to a launch on device {}",
+                    buffer.device().info().ordinal,
+                    device.info().ordinal
+                ),
+            });
+        }
+        Ok(KernelArg::Tensor(TensorArg {
+            elem: T::DTYPE,
+            device_ptr: buffer.device_ptr() + (self.offset * size_of::<T>()) as u64,
+            shape: self.shape().to_vec(),
+            strides: self.strides.clone(),
+            writable,
+        }))
+    }
+
+    /// Element offsets `[first, last]` this view touches (`None`: empty).
+    fn span(&self) -> Option<(usize, usize)> {
+        if self.is_empty() {
+            return None;
+        }
+        let last = self
+            .shape()
+            .iter()
+            .zip(&self.strides)
+            .map(|(&d, &s)| (d - 1) * s)
+            .sum::<usize>();
+        Some((self.offset, self.offset + last))
+    }
+
+    /// `to_vec` for device memory: the span the view covers comes back in
+    /// one copy, then is gathered through the strides.
+    fn cuda_gather(&self, buffer: &CudaBuffer) -> Result<Vec<T>> {
+        let Some((first, last)) = self.span() else {
+            return Ok(Vec::new());
+        };
+        let span = read_elements::<T>(buffer, first, last - first + 1)?;
+        let mut out = Vec::with_capacity(self.len());
+        self.for_each_offset(|_, at| out.push(span[at - first]));
+        Ok(out)
+    }
+
+    /// `copy_from_slice` for device memory: a contiguous view is one copy;
+    /// a strided one reads its span, scatters, and writes it back.
+    fn cuda_scatter(&self, buffer: &CudaBuffer, data: &[T]) -> Result<()> {
+        let Some((first, last)) = self.span() else {
+            return Ok(());
+        };
+        if self.is_contiguous() {
+            return buffer.write(first * size_of::<T>(), element_bytes(data));
+        }
+        let mut span = read_elements::<T>(buffer, first, last - first + 1)?;
+        self.for_each_offset(|i, at| span[at - first] = data[i]);
+        buffer.write(first * size_of::<T>(), element_bytes(&span))
     }
 }
 
@@ -307,6 +388,32 @@ impl<T: Element> std::fmt::Debug for Tensor<T> {
             .field("device", &self.device().name())
             .finish()
     }
+}
+
+/// The bytes of a slice of elements.
+fn element_bytes<T: Element>(data: &[T]) -> &[u8] {
+    // SAFETY: every `Element` is a plain scalar without padding, so its
+    // bytes are initialised; u8 has no alignment requirement.
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), size_of_val(data)) }
+}
+
+/// `count` elements of device memory from element `first`. The bytes are
+/// copied raw; `bool` bytes are normalised to 0/1 first, so every value
+/// built is valid whatever a kernel stored.
+fn read_elements<T: Element>(buffer: &CudaBuffer, first: usize, count: usize) -> Result<Vec<T>> {
+    let mut bytes = vec![0u8; count * size_of::<T>()];
+    buffer.read(first * size_of::<T>(), &mut bytes)?;
+    if T::DTYPE == DType::Bool {
+        for byte in &mut bytes {
+            *byte = u8::from(*byte != 0);
+        }
+    }
+    Ok(bytes
+        .chunks_exact(size_of::<T>())
+        // SAFETY: each chunk is `size_of::<T>()` bytes of a valid `T` (any
+        // bit pattern is a valid number; bools were normalised above).
+        .map(|chunk| unsafe { std::ptr::read_unaligned(chunk.as_ptr().cast::<T>()) })
+        .collect())
 }
 
 /// Steps a row-major multi-index; false after the last one.

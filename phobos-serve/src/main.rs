@@ -1,6 +1,8 @@
 //! The `phobos` command line.
 
+mod cli;
 mod inspect;
+mod server;
 mod tokenize;
 
 use std::path::PathBuf;
@@ -20,6 +22,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Generate text: one answer to PROMPT, or an interactive chat without one.
+    Run(cli::run::RunArgs),
+    /// Measure prompt processing and generation speed (llama-bench's tests).
+    Bench(cli::bench::BenchArgs),
     /// Print a GGUF file's metadata, tensor counts by type and parameter count.
     Inspect {
         model: PathBuf,
@@ -50,17 +56,38 @@ enum Command {
         #[arg(long)]
         no_parse_special: bool,
     },
+    /// Serve the model over an OpenAI-compatible HTTP API, with a chat page
+    /// at / (see README "Serving").
+    Serve(server::ServeArgs),
 }
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("PHOBOS_LOG"))
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    // The server logs its requests by default; while its dashboard owns the
+    // terminal, log lines are dropped instead of drawn over it.
+    let serving = match &cli.command {
+        Command::Serve(_) => true,
+        Command::Run(args) => args.listen.is_some(),
+        _ => false,
+    };
+    let default_level = if serving { "info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("PHOBOS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(|| -> Box<dyn std::io::Write> {
+            if server::dashboard::is_active() {
+                Box::new(std::io::sink())
+            } else {
+                Box::new(std::io::stderr())
+            }
+        })
+        .init();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match cli.command {
+        Command::Run(args) => cli::run::run(args),
+        Command::Bench(args) => cli::bench::run(args),
         Command::Inspect { model, tensors } => inspect::run(&model, tensors, &mut out),
         Command::Tokenize {
             model,
@@ -79,5 +106,10 @@ fn main() -> anyhow::Result<()> {
             },
             &mut out,
         ),
+        Command::Serve(args) => {
+            // The server's threads print too: release the lock first.
+            drop(out);
+            server::run(args)
+        }
     }
 }

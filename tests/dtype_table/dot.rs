@@ -199,7 +199,7 @@ fn host_matches_plain_rust() {
     let mut w_f64 = Want::<f64>::new(21);
     dot::launch(&d, &p_i8, &p_u8, &p_i16, &p_u16, &p_i32, &p_u32, &p_i64, &p_f16, &p_bf16, &p_f32, &p_f64, &q_i8, &q_u8, &q_i16, &q_u16, &q_i32, &q_u32, &q_i64, &q_f16, &q_bf16, &q_f32, &q_f64, &mut o_i32, &mut o_u32, &mut o_i64, &mut o_f32, &mut o_f64).expect("launch");
     w_i32.matrix("dot(p_i8[:, :], q_i8[:, :])", 0.0, 0, 4, &contract(&map16(i8::p(), |v| conv::<i8, i32>(conv::<i8, i8>(v))), &map16(i8::q(), |v| conv::<i8, i32>(conv::<i8, i8>(v))), false));
-    w_i32.matrix("dot(p_i8[:, :], q_u8[:, :])", 0.0, 1, 4, &contract(&map16(i8::p(), |v| conv::<u8, i32>(conv::<i8, u8>(v))), &map16(u8::q(), |v| conv::<u8, i32>(conv::<u8, u8>(v))), false));
+    w_i32.matrix("dot(p_i8[:, :], q_u8[:, :])", 0.0, 1, 4, &contract(&map16(i8::p(), |v| conv::<i32, i32>(conv::<i8, i32>(v))), &map16(u8::q(), |v| conv::<i32, i32>(conv::<u8, i32>(v))), false));
     w_i32.matrix("dot(p_i8[:, :], q_i16[:, :])", 0.0, 2, 4, &contract(&map16(i8::p(), |v| conv::<i16, i32>(conv::<i8, i16>(v))), &map16(i16::q(), |v| conv::<i16, i32>(conv::<i16, i16>(v))), false));
     w_i32.matrix("dot(p_i8[:, :], q_u16[:, :])", 0.0, 3, 4, &contract(&map16(i8::p(), |v| conv::<u16, i32>(conv::<i8, u16>(v))), &map16(u16::q(), |v| conv::<u16, i32>(conv::<u16, u16>(v))), false));
     w_i32.matrix("dot(p_i8[:, :], q_i32[:, :])", 0.0, 4, 4, &contract(&map16(i8::p(), |v| conv::<i32, i32>(conv::<i8, i32>(v))), &map16(i32::q(), |v| conv::<i32, i32>(conv::<i32, i32>(v))), false));
@@ -209,7 +209,7 @@ fn host_matches_plain_rust() {
     w_f32.matrix("dot(p_i8[:, :], q_bf16[:, :])", 0.0, 1, 4, &contract(&map16(i8::p(), |v| conv::<bf16, f32>(conv::<i8, bf16>(v))), &map16(bf16::q(), |v| conv::<bf16, f32>(conv::<bf16, bf16>(v))), false));
     w_f32.matrix("dot(p_i8[:, :], q_f32[:, :])", 0.0, 2, 4, &contract(&map16(i8::p(), |v| conv::<f32, f32>(conv::<i8, f32>(v))), &map16(f32::q(), |v| conv::<f32, f32>(conv::<f32, f32>(v))), false));
     w_f64.matrix("dot(p_i8[:, :], q_f64[:, :])", 0.0, 0, 4, &contract(&map16(i8::p(), |v| conv::<f64, f64>(conv::<i8, f64>(v))), &map16(f64::q(), |v| conv::<f64, f64>(conv::<f64, f64>(v))), false));
-    w_i32.matrix("dot(p_u8[:, :], q_i8[:, :])", 0.0, 5, 4, &contract(&map16(u8::p(), |v| conv::<u8, i32>(conv::<u8, u8>(v))), &map16(i8::q(), |v| conv::<u8, i32>(conv::<i8, u8>(v))), false));
+    w_i32.matrix("dot(p_u8[:, :], q_i8[:, :])", 0.0, 5, 4, &contract(&map16(u8::p(), |v| conv::<i32, i32>(conv::<u8, i32>(v))), &map16(i8::q(), |v| conv::<i32, i32>(conv::<i8, i32>(v))), false));
     w_i32.matrix("dot(p_u8[:, :], q_u8[:, :])", 0.0, 6, 4, &contract(&map16(u8::p(), |v| conv::<u8, i32>(conv::<u8, u8>(v))), &map16(u8::q(), |v| conv::<u8, i32>(conv::<u8, u8>(v))), false));
     w_i32.matrix("dot(p_u8[:, :], q_i16[:, :])", 0.0, 7, 4, &contract(&map16(u8::p(), |v| conv::<i16, i32>(conv::<u8, i16>(v))), &map16(i16::q(), |v| conv::<i16, i32>(conv::<i16, i16>(v))), false));
     w_i32.matrix("dot(p_u8[:, :], q_u16[:, :])", 0.0, 8, 4, &contract(&map16(u8::p(), |v| conv::<u16, i32>(conv::<u8, u16>(v))), &map16(u16::q(), |v| conv::<u16, i32>(conv::<u16, u16>(v))), false));

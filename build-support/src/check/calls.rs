@@ -657,6 +657,12 @@ impl KernelChecker {
         }
         let (adt, bdt) = (self.numeric(&a, name)?, self.numeric(&b, name)?);
         let (common, _) = promote(adt, a.weak, bdt, b.weak);
+        // `u8` x `i8` is the VNNI/dp4a dot: both widen to i32 (phobos-dtype).
+        let strong = matches!(a.weak, Weak::No) && matches!(b.weak, Weak::No);
+        let common = match adt.dot_mixed_sign(bdt) {
+            Some(meet) if strong => meet,
+            _ => common,
+        };
         if adt == DType::Bool || bdt == DType::Bool {
             return Err(Diagnostic::error(
                 span,

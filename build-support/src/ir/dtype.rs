@@ -120,6 +120,11 @@ pub enum Elem {
 }
 
 impl Elem {
+    /// True for a quantized block format.
+    pub fn is_quant(self) -> bool {
+        matches!(self, Elem::Quant(_))
+    }
+
     /// The scalar dtype, or `None` for a quantized element type.
     pub fn scalar(self) -> Option<DType> {
         match self {

@@ -232,7 +232,11 @@ fn contract(t: &[DType]) -> Option<Typing> {
     if t[0] == Bool || t[1] == Bool {
         return None;
     }
-    let compute = promote(t[0], t[1]);
+    // u8 x i8 is the mixed-sign (VNNI/dp4a) dot: both widen to i32.
+    let compute = match (t[0], t[1]) {
+        (U8, I8) | (I8, U8) => I32,
+        _ => promote(t[0], t[1]),
+    };
     let result = match compute {
         F16 | Bf16 | F32 => F32,
         I8 | U8 | I16 | U16 => I32,

@@ -16,6 +16,7 @@ mod launch_api;
 mod norms;
 mod saxpy;
 mod softmax;
+mod tuned_launch;
 
 use phobos::Device;
 use proptest::test_runner::Config as ProptestConfig;

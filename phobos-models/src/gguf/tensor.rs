@@ -53,3 +53,31 @@ impl<'a> TensorView<'a> {
         self.info.n_elements
     }
 }
+
+impl<'a> TensorView<'a> {
+    /// The tensor as a quantized kernel operand of format `F`, its blocks
+    /// borrowed from the file (no copy). The shape is ggml's dims reversed
+    /// (row-major: the contiguous, blocked row length last). An `Err` when
+    /// the tensor is stored in another format or its dims do not fit.
+    pub fn to_qtensor<F: phobos_rt::QuantFormat>(
+        &self,
+    ) -> Result<phobos_rt::QTensor<'a, F>, phobos_rt::Error> {
+        if self.ty() != F::GGML {
+            return Err(phobos_rt::Error::Quant {
+                format: F::NAME,
+                message: format!("tensor `{}` is stored as {}", self.name(), self.ty()),
+            });
+        }
+        let shape = self
+            .dims()
+            .iter()
+            .rev()
+            .map(|&d| usize::try_from(d))
+            .collect::<Result<Vec<usize>, _>>()
+            .map_err(|_| phobos_rt::Error::Quant {
+                format: F::NAME,
+                message: format!("tensor `{}` has a dim past usize", self.name()),
+            })?;
+        phobos_rt::QTensor::borrowed(self.data, shape)
+    }
+}

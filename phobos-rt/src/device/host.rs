@@ -3,9 +3,47 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 
-/// The host backend (the CPU). Stateless: its thread pool is rayon's global one.
+use crate::Result;
+use crate::pool::{self, Graph, Recorder};
+
+/// The host backend (the CPU). Its thread pool is the process-wide
+/// [`pool::global`], started on first use.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HostDevice;
+
+impl HostDevice {
+    /// Threads a launch runs on (`PHOBOS_THREADS`, default: physical cores).
+    pub fn threads(&self) -> usize {
+        pool::global().threads()
+    }
+
+    /// Records the launches `build` makes on the [`Recorder`] into a
+    /// [`Graph`] that [`Graph::replay`] runs with one wake-up of the pool.
+    /// Nothing runs while recording.
+    ///
+    /// ```
+    /// # fn main() -> phobos_rt::Result<()> {
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// let counter = AtomicU32::new(0);
+    /// let graph = phobos_rt::HostDevice.record(|rec| {
+    ///     rec.launch([8, 1, 1], |_| Ok(drop(counter.fetch_add(1, Ordering::Relaxed))))?;
+    ///     rec.launch([1, 1, 1], |_| Ok(drop(counter.fetch_add(100, Ordering::Relaxed))))
+    /// })?;
+    /// graph.replay()?;
+    /// graph.replay()?;
+    /// assert_eq!(counter.load(Ordering::Relaxed), 216);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn record<'a>(
+        &self,
+        build: impl FnOnce(&mut Recorder<'a>) -> Result<()>,
+    ) -> Result<Graph<'a>> {
+        let mut recorder = Recorder::new();
+        build(&mut recorder)?;
+        Ok(recorder.finish())
+    }
+}
 
 /// One cache line of a host buffer: 64-byte aligned, so a buffer starts on
 /// a cache line (and on an AVX-512 vector) and any element type's atomics
@@ -77,13 +115,21 @@ impl HostBuffer {
         self.plain_readers.fetch_sub(1, SeqCst);
     }
 
-    /// Enters as a writer, waiting while plain readers are in. While it
-    /// waits on a rayon worker it runs other rayon work (which may be the
-    /// very launch it waits for), so a writer never starves the pool.
+    /// Enters as a writer, waiting while plain readers are in: it spins a
+    /// little, then yields its core. The readers are launches that finish
+    /// without the writer's help, with one exception: a launch made from
+    /// inside a program (which runs on that program's thread) that writes
+    /// a tensor another thread's launch reads, while that other launch
+    /// waits for the pool the outer launch holds, waits forever. Kernels
+    /// cannot launch kernels; only hand-written pool tasks could do this.
     pub(crate) fn begin_write(&self) {
         self.writers.fetch_add(1, SeqCst);
+        let mut spins = 0u32;
         while self.plain_readers.load(SeqCst) != 0 {
-            if rayon::yield_now().is_none() {
+            spins = spins.saturating_add(1);
+            if spins < 1 << 10 {
+                std::hint::spin_loop();
+            } else {
                 std::thread::yield_now();
             }
         }

@@ -1,11 +1,12 @@
-//! Running a launch grid of programs on the host.
+//! Running a launch grid of programs on the host, on the host device's
+//! persistent thread pool ([`crate::pool`]).
 
 use crate::{Error, Result};
-use rayon::prelude::*;
 
 /// Runs `program([pid0, pid1, pid2])` once for every point of `grid`, in
-/// parallel on rayon's pool. `pid0` varies fastest. An empty grid runs
-/// nothing. Errors only when a grid dim does not fit an `i32` program id.
+/// parallel on the host pool. `pid0` varies fastest. An empty grid runs
+/// nothing. Errors when a grid dim does not fit an `i32` program id, or
+/// when a program panics ([`Error::ProgramPanicked`]).
 pub fn run_grid(grid: [usize; 3], program: impl Fn([i32; 3]) + Sync) -> Result<()> {
     try_run_grid(grid, |pid| {
         program(pid);
@@ -19,28 +20,51 @@ pub fn try_run_grid(
     grid: [usize; 3],
     program: impl Fn([i32; 3]) -> Result<()> + Sync,
 ) -> Result<()> {
-    let max = i32::MAX as usize;
-    let too_large = || Error::GridTooLarge { grid, max };
-    if grid.iter().any(|&g| g > max) {
-        return Err(too_large());
+    let index = GridIndex::new(grid)?;
+    crate::pool::global().run(index.total(), &|linear| program(index.program_id(linear)))
+}
+
+/// Maps a linear program index to its 3-D program id, `pid0` fastest.
+#[derive(Debug, Clone, Copy)]
+pub struct GridIndex {
+    g0: usize,
+    g1: usize,
+    plane: usize,
+    total: usize,
+}
+
+impl GridIndex {
+    /// Checks that every dim fits an `i32` program id and the count `usize`.
+    pub fn new(grid: [usize; 3]) -> Result<GridIndex> {
+        let max = i32::MAX as usize;
+        let too_large = || Error::GridTooLarge { grid, max };
+        if grid.iter().any(|&g| g > max) {
+            return Err(too_large());
+        }
+        let [g0, g1, g2] = grid;
+        let plane = g0.checked_mul(g1).ok_or_else(too_large)?;
+        let total = plane.checked_mul(g2).ok_or_else(too_large)?;
+        Ok(GridIndex {
+            g0,
+            g1,
+            plane,
+            total,
+        })
     }
-    let [g0, g1, g2] = grid;
-    let plane = g0.checked_mul(g1).ok_or_else(too_large)?;
-    let total = plane.checked_mul(g2).ok_or_else(too_large)?;
-    // Every coordinate is below its grid dim, which fits i32 (checked above).
-    let pid_of = |linear: usize| {
+
+    /// Number of programs.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// The program id of program `linear` (below [`GridIndex::total`]).
+    pub fn program_id(&self, linear: usize) -> [i32; 3] {
+        // Every coordinate is below its grid dim, which fits i32 (checked in `new`).
         [
-            (linear % g0) as i32,
-            ((linear / g0) % g1) as i32,
-            (linear / plane) as i32,
+            (linear % self.g0) as i32,
+            ((linear / self.g0) % self.g1) as i32,
+            (linear / self.plane) as i32,
         ]
-    };
-    match total {
-        0 => Ok(()),
-        1 => program([0, 0, 0]),
-        _ => (0..total)
-            .into_par_iter()
-            .try_for_each(|linear| program(pid_of(linear))),
     }
 }
 
@@ -86,5 +110,28 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(err, Error::TileRank { rank: 9, max: 4 });
+    }
+
+    #[test]
+    fn a_panicking_program_is_an_error_not_a_hang() {
+        for grid in [[1, 1, 1], [1000, 1, 1]] {
+            let err = run_grid(grid, |pid| {
+                if pid[0] == grid[0] as i32 - 1 {
+                    panic!("program {} gave up", pid[0]);
+                }
+            })
+            .unwrap_err();
+            let Error::ProgramPanicked { message } = err else {
+                panic!("expected ProgramPanicked, got {err:?}");
+            };
+            assert!(message.contains("gave up"), "{message}");
+        }
+        // The pool still works afterwards.
+        let count = std::sync::atomic::AtomicUsize::new(0);
+        run_grid([77, 3, 1], |_| {
+            count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap();
+        assert_eq!(count.into_inner(), 231);
     }
 }

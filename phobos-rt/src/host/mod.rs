@@ -4,7 +4,8 @@
 //! # API overview
 //!
 //! - Launch: [`run_grid`] / [`try_run_grid`] run `program([pid0, pid1, pid2])`
-//!   for every point of a 3-D grid in parallel (rayon). Programs are
+//!   for every point of a 3-D grid in parallel (the host device's
+//!   persistent pool, [`crate::pool`]). Programs are
 //!   independent; the order is unspecified.
 //! - Tensor access from programs: [`TensorRead`] (from `&Tensor<T>`) and
 //!   [`TensorWrite`] (from `&mut Tensor<T>`, which can also be read through
@@ -40,6 +41,12 @@
 //!   fused `acc += dot(a, b)` forms [`dot_acc`] / [`dot_t_acc`]. The result
 //!   type is [`DotElement::Acc`](crate::DotElement::Acc) (`f32` for
 //!   `f16`/`bf16`, `i32` for `i8`/`u8`).
+//! - Quantized operands (SPEC.md, "Quantized tensors"): [`QuantRead`]
+//!   views a [`QTensor`](crate::QTensor); [`load_quant`] slices it into a
+//!   [`QTile`] of whole blocks; [`dequant`] gives `f32`; [`dot_quant_lhs`],
+//!   [`dot_quant_rhs`], [`dot_t_quant_lhs`], [`dot_t_quant_rhs`] contract
+//!   with one quantized operand, in ggml's numerics where SPEC.md says so
+//!   ([`ggml_partner`], [`ggml_rows`]).
 //! - Reductions: [`rowsum`] [`rowmax`] [`rowmin`] over the last dim (shape
 //!   `[.., 1]`); [`sum`] [`max`] [`min`] over the whole tile (a scalar).
 //! - Layout and construction: [`transpose`] [`reshape`] [`cumsum`] [`tril`]
@@ -58,6 +65,8 @@ mod elementwise;
 mod grid;
 mod layout;
 pub mod math;
+pub mod qmatmul;
+mod quant;
 mod reduce;
 mod slice;
 mod tile;
@@ -71,8 +80,12 @@ pub use elementwise::{
     mul_assign, ne, neg, not, or, rem, round, rsqrt, select, shl, shr, sigmoid, silu, sqrt, sub,
     sub_assign, tanh,
 };
-pub use grid::{run_grid, try_run_grid};
+pub use grid::{GridIndex, run_grid, try_run_grid};
 pub use layout::{arange, cumsum, expect_shape, full, reshape, transpose, tril, zeros};
+pub use quant::{
+    QTile, QuantRead, dequant, dot_quant_lhs, dot_quant_rhs, dot_t_quant_lhs, dot_t_quant_rhs,
+    ggml_partner, ggml_rows, load_quant,
+};
 pub use reduce::{max, min, rowmax, rowmin, rowsum, sum};
 pub use slice::{
     MAX_SLICE_RANK, Slice, atomic_add, atomic_add_scalar, load, load_point, store, store_scalar,

@@ -7,7 +7,7 @@ use quote::quote;
 
 use super::names;
 use super::{GenError, Generator};
-use crate::ir::{BinOp, Builtin, DType, Expr, ExprKind, ShapeExpr, ShapeOp, Slice, UnOp};
+use crate::ir::{BinOp, Builtin, DType, Elem, Expr, ExprKind, ShapeExpr, ShapeOp, Slice, UnOp};
 
 /// `::phobos::__private`, the only path generated code names.
 pub fn private() -> TokenStream {
@@ -242,6 +242,9 @@ impl Generator<'_> {
             return self.fused_tile(e);
         }
         let p = private();
+        if let Elem::Quant(_) = e.elem {
+            return self.quant_tile(e);
+        }
         let dtype = self.dtype_of(e)?;
         Ok(match &e.kind {
             ExprKind::Local(id) => {
@@ -323,13 +326,22 @@ impl Generator<'_> {
                 let n = n.first().cloned().unwrap_or_else(|| quote!(1usize));
                 quote!(#h::arange(#n)?)
             }
-            Builtin::Dot => {
+            Builtin::Dot | Builtin::DotT => {
                 let (a, b) = (arg_ref(0)?, arg_ref(1)?);
-                quote!(#h::dot(#a, #b)?)
+                let quant = |i: usize| args.get(i).is_some_and(|a| a.elem.is_quant());
+                let f = match (func == Builtin::DotT, quant(0), quant(1)) {
+                    (false, false, false) => quote!(dot),
+                    (true, false, false) => quote!(dot_t),
+                    (false, true, _) => quote!(dot_quant_lhs),
+                    (false, false, true) => quote!(dot_quant_rhs),
+                    (true, true, _) => quote!(dot_t_quant_lhs),
+                    (true, false, true) => quote!(dot_t_quant_rhs),
+                };
+                quote!(#h::#f(#a, #b)?)
             }
-            Builtin::DotT => {
-                let (a, b) = (arg_ref(0)?, arg_ref(1)?);
-                quote!(#h::dot_t(#a, #b)?)
+            Builtin::Dequant => {
+                let a = arg_ref(0)?;
+                quote!(#h::dequant(#a)?)
             }
             Builtin::Exp => {
                 let a = arg_ref(0)?;
@@ -438,13 +450,31 @@ impl Generator<'_> {
                     format!("`{}` produces a scalar, not a tile", func.name()),
                 ));
             }
-            Builtin::Dequant => {
-                return Err(GenError::new(
-                    e.span,
-                    "the host back end does not support `dequant` (quantized tensors) yet",
-                ));
-            }
         })
+    }
+
+    /// A quantized tile: a slice of a quantized tensor (its blocks) or a
+    /// local holding one. Nothing else has a quantized type (IR invariant).
+    fn quant_tile(&self, e: &Expr) -> Result<TokenStream, GenError> {
+        let p = private();
+        match &e.kind {
+            ExprKind::Load { tensor, index, .. } => {
+                let view = names::param(tensor);
+                let slices = self.slices(index)?;
+                Ok(quote!(#p::host::load_quant(&#view, &[#(#slices),*])?))
+            }
+            ExprKind::Local(id) => {
+                let name = names::local(&self.local(*id, e)?.name);
+                Ok(quote!(#name.clone()))
+            }
+            _ => Err(GenError::new(
+                e.span,
+                format!(
+                    "internal: a quantized {} value that is neither a tensor slice nor a local",
+                    e.elem
+                ),
+            )),
+        }
     }
 
     /// `base[index]` on a local tile, masked like a tensor load: positions

@@ -121,8 +121,8 @@ impl Generator<'_> {
         overrides: &mut Vec<(*const Expr, TokenStream)>,
     ) -> Result<(), GenError> {
         let p = private();
-        let scalar_leaf = e.is_scalar()
-            || matches!(&e.kind, ExprKind::Broadcast(arg) if arg.is_scalar());
+        let scalar_leaf =
+            e.is_scalar() || matches!(&e.kind, ExprKind::Broadcast(arg) if arg.is_scalar());
         if scalar_leaf {
             let name = format_ident!("__s{}", self.next_fused_id());
             let ty = names::rust_type(self.dtype_of(e)?);

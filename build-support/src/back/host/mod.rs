@@ -17,6 +17,7 @@
 //! crate and phobos-rt (via `extern crate self as phobos`) both provide.
 
 pub mod artifact;
+mod cuda_launch;
 mod expr;
 mod fuse;
 mod launcher;
@@ -73,7 +74,18 @@ pub fn generate(module: &Module, source_text: &str) -> Result<TokenStream, Vec<G
 pub fn generate_with_ptx(
     module: &Module,
     source_text: &str,
+    ptx_for: impl FnMut(&Kernel) -> Option<EmbeddedPtx>,
+) -> Result<TokenStream, Vec<GenError>> {
+    generate_with(module, source_text, ptx_for, |_| Vec::new())
+}
+
+/// [`generate_with_ptx`], with each kernel's `TUNE_TABLE` holding the lines
+/// `tune_table_for(kernel)` returns (its entries of an embedded tune table).
+pub fn generate_with(
+    module: &Module,
+    source_text: &str,
     mut ptx_for: impl FnMut(&Kernel) -> Option<EmbeddedPtx>,
+    mut tune_table_for: impl FnMut(&Kernel) -> Vec<String>,
 ) -> Result<TokenStream, Vec<GenError>> {
     let hash = source_hash(source_text);
     let mut out = TokenStream::new();
@@ -81,7 +93,8 @@ pub fn generate_with_ptx(
     for kernel in &module.kernels {
         let ptx = ptx_for(kernel);
         let artifact = artifact::artifact_static(kernel, hash, ptx.as_ref());
-        match launcher::kernel_module(kernel, hash, artifact) {
+        let tune_lines = tune_table_for(kernel);
+        match launcher::kernel_module(kernel, hash, artifact, &tune_lines) {
             Ok(tokens) => out.extend(tokens),
             Err(error) => errors.push(error),
         }

@@ -8,7 +8,7 @@
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::ir::DType;
+use crate::ir::{DType, QuantType};
 
 pub fn local(name: &str) -> Ident {
     format_ident!("l_{}", name)
@@ -65,6 +65,14 @@ pub fn rust_type(dtype: DType) -> TokenStream {
         DType::F32 => quote!(f32),
         DType::F64 => quote!(f64),
     }
+}
+
+/// The runtime marker type of a quantized format
+/// (`::phobos::__private::quant::Q4K`); the marker names are the
+/// `QuantType` variant names.
+pub fn quant_marker(quant: QuantType) -> TokenStream {
+    let marker = Ident::new(&format!("{quant:?}"), Span::call_site());
+    quote!(::phobos::__private::quant::#marker)
 }
 
 #[cfg(test)]

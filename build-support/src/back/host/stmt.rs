@@ -311,6 +311,10 @@ impl Generator<'_> {
 
     /// The Rust type of a value: a scalar or `Tile<T>`.
     pub fn value_type(&self, e: &Expr) -> Result<TokenStream, GenError> {
+        if e.elem.is_quant() {
+            let p = private();
+            return Ok(quote!(#p::host::QTile));
+        }
         let ty = names::rust_type(self.dtype_of(e)?);
         let p = private();
         Ok(if e.is_scalar() {
@@ -364,7 +368,11 @@ fn collect_chain<'e>(
                 ExprKind::Call {
                     func: func @ (Builtin::Dot | Builtin::DotT),
                     args,
-                } if *op == BinOp::Add && &rhs.shape == shape && args.len() == 2 => {
+                } if *op == BinOp::Add
+                    && &rhs.shape == shape
+                    && args.len() == 2
+                    && !args.iter().any(|a| a.elem.is_quant()) =>
+                {
                     Step::Contract {
                         transposed: *func == Builtin::DotT,
                         a: &args[0],

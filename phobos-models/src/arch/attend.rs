@@ -1,0 +1,92 @@
+//! The attention step every architecture shares: rotate the new queries
+//! and keys, append keys and values to each sequence's cache, attend.
+
+use half::f16;
+
+use crate::engine::Session;
+use crate::ops::attention::{AttentionShape, attention};
+use crate::ops::rope::Rope;
+
+/// One sequence's rows in a batch: rows `row0..row0 + n_tokens` of the
+/// batch's activations are its new tokens at positions `pos0..`.
+pub(crate) struct SeqSlot<'s> {
+    pub row0: usize,
+    pub n_tokens: usize,
+    pub pos0: usize,
+    pub session: &'s mut Session,
+}
+
+/// `q`, `k`, `v` are the batch's projected rows (`[rows][n_head * hd]`,
+/// `[rows][n_head_kv * hd]`); returns `[rows][n_head * head_dim_v]`.
+/// Queries are multiplied by `q_scale` after the rotation.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn attend(
+    layer: usize,
+    shape: &AttentionShape,
+    rope: &Rope,
+    q_scale: f32,
+    q: &mut [f32],
+    k: &mut [f32],
+    v: &[f32],
+    slots: &mut [SeqSlot<'_>],
+) -> Vec<f32> {
+    let q_width = shape.n_head * shape.head_dim_k;
+    let k_width = shape.n_head_kv * shape.head_dim_k;
+    let v_width = shape.n_head_kv * shape.head_dim_v;
+    let out_width = shape.n_head * shape.head_dim_v;
+    let n_rows = q.len() / q_width.max(1);
+    let mut out = vec![0f32; n_rows * out_width];
+    for slot in slots.iter_mut() {
+        let rows = slot.row0..slot.row0 + slot.n_tokens;
+        for (t, row) in rows.clone().enumerate() {
+            let pos = slot.pos0 + t;
+            let q_row = &mut q[row * q_width..(row + 1) * q_width];
+            rope.apply(q_row, shape.head_dim_k, pos);
+            if q_scale != 1.0 {
+                q_row.iter_mut().for_each(|x| *x *= q_scale);
+            }
+            rope.apply(
+                &mut k[row * k_width..(row + 1) * k_width],
+                shape.head_dim_k,
+                pos,
+            );
+        }
+        let cache = &mut slot.session.kv[layer];
+        cache.k_width = k_width;
+        cache.v_width = v_width;
+        cache.truncate(slot.pos0);
+        cache.k.extend(
+            k[rows.start * k_width..rows.end * k_width]
+                .iter()
+                .map(|&x| f16::from_f32(x)),
+        );
+        cache.v.extend(
+            v[rows.start * v_width..rows.end * v_width]
+                .iter()
+                .map(|&x| f16::from_f32(x)),
+        );
+        attention(
+            shape,
+            &q[rows.start * q_width..rows.end * q_width],
+            slot.pos0,
+            &cache.k,
+            &cache.v,
+            &mut out[rows.start * out_width..rows.end * out_width],
+        );
+    }
+    out
+}
+
+/// `a[i] += b[i]`.
+pub(crate) fn add_in_place(a: &mut [f32], b: &[f32]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
+/// Adds `bias` to every row of `x`.
+pub(crate) fn add_bias(x: &mut [f32], bias: &[f32]) {
+    for row in x.chunks_mut(bias.len().max(1)) {
+        add_in_place(row, bias);
+    }
+}

@@ -1,0 +1,227 @@
+//! Gemma 3 (`gemma3`): pre- and post-norms around both blocks, Q/K RMSNorm,
+//! NeoX RoPE with a local and a global base, sliding-window attention on
+//! five of every six layers, GeGLU, tied embeddings scaled by sqrt(d).
+//!
+//! Metadata (llama.cpp's defaults where absent): `gemma3.block_count`,
+//! `embedding_length`, `feed_forward_length`, `attention.head_count`,
+//! `attention.head_count_kv` (= heads), `attention.key_length` and
+//! `value_length` (= d / heads), `attention.layer_norm_rms_epsilon`,
+//! `rope.freq_base` (10000), `rope.freq_base_swa` (10000),
+//! `rope.scaling.factor` (1), `attention.sliding_window` (none),
+//! `attention.sliding_window_pattern` (6: layer `il` is local when
+//! `il % 6 < 5`), `final_logit_softcapping` (none), `context_length`.
+//! The GGUF norms already hold Gemma's `1 + w`.
+
+use super::attend::{SeqSlot, add_in_place, attend};
+use super::hparams::Meta;
+use super::{Architecture, ModelShape};
+use crate::engine::Result;
+use crate::engine::weights::{Linear, load_vector};
+use crate::gguf::Gguf;
+use crate::ops::activation::geglu_in_place;
+use crate::ops::attention::AttentionShape;
+use crate::ops::norm::rms_norm_rows;
+use crate::ops::rope::{Rope, RopeStyle};
+
+struct Layer {
+    attn_norm: Vec<f32>,
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    q_norm: Vec<f32>,
+    k_norm: Vec<f32>,
+    out: Linear,
+    post_attn_norm: Vec<f32>,
+    ffn_norm: Vec<f32>,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+    post_ffn_norm: Vec<f32>,
+    /// Sliding-window (local) layer: its window and RoPE base.
+    local: bool,
+}
+
+pub struct Gemma3 {
+    shape: ModelShape,
+    n_head: usize,
+    n_head_kv: usize,
+    head_dim: usize,
+    rms_eps: f32,
+    rope_global: Rope,
+    rope_local: Rope,
+    window: Option<usize>,
+    attn_scale: f32,
+    softcap: Option<f32>,
+    token_embd: Linear,
+    output_norm: Vec<f32>,
+    output: Linear,
+    layers: Vec<Layer>,
+}
+
+impl Gemma3 {
+    pub(crate) fn load(gguf: &Gguf) -> Result<Gemma3> {
+        let meta = Meta {
+            gguf,
+            arch: "gemma3",
+        };
+        let n_layer = meta.u32("block_count")? as usize;
+        let n_embd = meta.u32("embedding_length")? as usize;
+        let n_ff = meta.u32("feed_forward_length")? as usize;
+        let n_head = meta.u32("attention.head_count")? as usize;
+        let n_head_kv = meta.u32_or("attention.head_count_kv", n_head as u32)? as usize;
+        let head_dim =
+            meta.u32_or("attention.key_length", (n_embd / n_head.max(1)) as u32)? as usize;
+        let rms_eps = meta.f32("attention.layer_norm_rms_epsilon")?;
+        let scale = meta.f32_or("rope.scaling.factor", 0.0)?;
+        let freq_scale = if scale == 0.0 { 1.0 } else { 1.0 / scale };
+        let n_rot = meta.u32_or("rope.dimension_count", head_dim as u32)? as usize;
+        let rope_global = Rope {
+            style: RopeStyle::Neox,
+            n_rot,
+            freq_base: meta.f32_or("rope.freq_base", 10_000.0)?,
+            freq_scale,
+        };
+        // llama.cpp gives local layers their own base and no scaling.
+        let rope_local = Rope {
+            freq_base: meta.f32_or("rope.freq_base_swa", 10_000.0)?,
+            freq_scale: 1.0,
+            ..rope_global
+        };
+        let window = match meta.u32_or("attention.sliding_window", 0)? {
+            0 => None,
+            w => Some(w as usize),
+        };
+        let pattern = meta.u32_or("attention.sliding_window_pattern", 6)? as usize;
+        // Gemma 3 27B scales queries by d / heads, the others by the head dim.
+        let attn_scale = if n_layer == 62 {
+            1.0 / ((n_embd / n_head.max(1)) as f32).sqrt()
+        } else {
+            1.0 / (head_dim as f32).sqrt()
+        };
+        let softcap = Some(meta.f32_or("final_logit_softcapping", 0.0)?).filter(|&c| c != 0.0);
+        let n_vocab = super::n_vocab(gguf)?;
+        let token_embd = Linear::load(gguf, "token_embd.weight", n_embd, n_vocab)?;
+        let output = Linear::load_optional(gguf, "output.weight", n_embd, n_vocab)?
+            .unwrap_or_else(|| token_embd.clone());
+        let (q_width, kv_width) = (n_head * head_dim, n_head_kv * head_dim);
+        let layers = (0..n_layer)
+            .map(|il| {
+                let name = |t: &str| format!("blk.{il}.{t}.weight");
+                Ok(Layer {
+                    attn_norm: load_vector(gguf, &name("attn_norm"), n_embd)?,
+                    q: Linear::load(gguf, &name("attn_q"), n_embd, q_width)?,
+                    k: Linear::load(gguf, &name("attn_k"), n_embd, kv_width)?,
+                    v: Linear::load(gguf, &name("attn_v"), n_embd, kv_width)?,
+                    q_norm: load_vector(gguf, &name("attn_q_norm"), head_dim)?,
+                    k_norm: load_vector(gguf, &name("attn_k_norm"), head_dim)?,
+                    out: Linear::load(gguf, &name("attn_output"), q_width, n_embd)?,
+                    post_attn_norm: load_vector(gguf, &name("post_attention_norm"), n_embd)?,
+                    ffn_norm: load_vector(gguf, &name("ffn_norm"), n_embd)?,
+                    gate: Linear::load(gguf, &name("ffn_gate"), n_embd, n_ff)?,
+                    up: Linear::load(gguf, &name("ffn_up"), n_embd, n_ff)?,
+                    down: Linear::load(gguf, &name("ffn_down"), n_ff, n_embd)?,
+                    post_ffn_norm: load_vector(gguf, &name("post_ffw_norm"), n_embd)?,
+                    local: window.is_some() && (pattern == 0 || il % pattern < pattern - 1),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let shape = ModelShape {
+            arch: "gemma3".into(),
+            n_layer,
+            n_embd,
+            n_vocab,
+            n_ctx_train: meta.u32_or("context_length", 0)? as usize,
+            kv_widths: vec![(kv_width, kv_width); n_layer],
+        };
+        Ok(Gemma3 {
+            shape,
+            n_head,
+            n_head_kv,
+            head_dim,
+            rms_eps,
+            rope_global,
+            rope_local,
+            window,
+            attn_scale,
+            softcap,
+            token_embd,
+            output_norm: load_vector(gguf, "output_norm.weight", n_embd)?,
+            output,
+            layers,
+        })
+    }
+}
+
+impl Architecture for Gemma3 {
+    fn shape(&self) -> &ModelShape {
+        &self.shape
+    }
+
+    fn embed(&self, gguf: &Gguf, tokens: &[u32], out: &mut [f32]) -> Result<()> {
+        let d = self.shape.n_embd;
+        let scale = (d as f32).sqrt();
+        for (&t, row) in tokens.iter().zip(out.chunks_mut(d)) {
+            self.token_embd.row_into(gguf, t as usize, row)?;
+            row.iter_mut().for_each(|x| *x *= scale);
+        }
+        Ok(())
+    }
+
+    fn layer(
+        &self,
+        gguf: &Gguf,
+        il: usize,
+        x: &mut [f32],
+        slots: &mut [SeqSlot<'_>],
+    ) -> Result<()> {
+        let layer = &self.layers[il];
+        let d = self.shape.n_embd;
+        let m = x.len() / d;
+
+        // Attention block: pre-norm, projections, per-head Q/K norms.
+        let mut h = x.to_vec();
+        rms_norm_rows(&mut h, &layer.attn_norm, self.rms_eps);
+        let mut q = layer.q.apply(gguf, &h, m)?;
+        let mut k = layer.k.apply(gguf, &h, m)?;
+        let v = layer.v.apply(gguf, &h, m)?;
+        rms_norm_rows(&mut q, &layer.q_norm, self.rms_eps);
+        rms_norm_rows(&mut k, &layer.k_norm, self.rms_eps);
+        let (rope, window) = if layer.local {
+            (&self.rope_local, self.window)
+        } else {
+            (&self.rope_global, None)
+        };
+        let shape = AttentionShape {
+            n_head: self.n_head,
+            n_head_kv: self.n_head_kv,
+            head_dim_k: self.head_dim,
+            head_dim_v: self.head_dim,
+            window,
+            softcap: None,
+        };
+        let attn = attend(il, &shape, rope, self.attn_scale, &mut q, &mut k, &v, slots);
+        let mut attn_out = layer.out.apply(gguf, &attn, m)?;
+        rms_norm_rows(&mut attn_out, &layer.post_attn_norm, self.rms_eps);
+        add_in_place(x, &attn_out);
+
+        // Feed-forward block: pre-norm, GeGLU, post-norm, residual.
+        let mut h = x.to_vec();
+        rms_norm_rows(&mut h, &layer.ffn_norm, self.rms_eps);
+        let mut gate = layer.gate.apply(gguf, &h, m)?;
+        let up = layer.up.apply(gguf, &h, m)?;
+        geglu_in_place(&mut gate, &up);
+        let mut ffn_out = layer.down.apply(gguf, &gate, m)?;
+        rms_norm_rows(&mut ffn_out, &layer.post_ffn_norm, self.rms_eps);
+        add_in_place(x, &ffn_out);
+        Ok(())
+    }
+
+    fn logits(&self, gguf: &Gguf, x: &mut [f32], m: usize) -> Result<Vec<f32>> {
+        rms_norm_rows(x, &self.output_norm, self.rms_eps);
+        let mut logits = self.output.apply(gguf, x, m)?;
+        if let Some(cap) = self.softcap {
+            logits.iter_mut().for_each(|l| *l = cap * (*l / cap).tanh());
+        }
+        Ok(logits)
+    }
+}

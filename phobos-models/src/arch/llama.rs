@@ -1,0 +1,211 @@
+//! The llama family (`llama`, `qwen2`, `qwen3`): pre-norm blocks, GQA
+//! attention with RoPE, SwiGLU. The members differ in three places:
+//! llama rotates adjacent pairs (ggml's normal RoPE) where Qwen rotates
+//! halves (NeoX); qwen2 adds biases to Q, K and V; qwen3 RMS-normalises
+//! each query and key head before the rotation.
+//!
+//! Metadata (llama.cpp's defaults where absent): `{arch}.block_count`,
+//! `embedding_length`, `feed_forward_length`, `attention.head_count`,
+//! `attention.head_count_kv` (= heads), `attention.key_length` and
+//! `value_length` (= d / heads), `attention.layer_norm_rms_epsilon`,
+//! `rope.freq_base` (10000), `rope.dimension_count` (= head dim),
+//! `rope.scaling.factor` (1), `context_length`. The output projection is
+//! `output.weight`, or the embedding when absent (tied).
+
+use super::attend::{SeqSlot, add_bias, add_in_place, attend};
+use super::hparams::Meta;
+use super::{Architecture, ModelShape};
+use crate::engine::Result;
+use crate::engine::weights::{Linear, load_vector, load_vector_optional};
+use crate::gguf::Gguf;
+use crate::ops::activation::swiglu_in_place;
+use crate::ops::attention::AttentionShape;
+use crate::ops::norm::rms_norm_rows;
+use crate::ops::rope::{Rope, RopeStyle};
+
+struct Layer {
+    attn_norm: Vec<f32>,
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    q_bias: Option<Vec<f32>>,
+    k_bias: Option<Vec<f32>>,
+    v_bias: Option<Vec<f32>>,
+    q_norm: Option<Vec<f32>>,
+    k_norm: Option<Vec<f32>>,
+    out: Linear,
+    ffn_norm: Vec<f32>,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+}
+
+pub struct LlamaLike {
+    shape: ModelShape,
+    n_head: usize,
+    n_head_kv: usize,
+    head_dim_k: usize,
+    head_dim_v: usize,
+    rms_eps: f32,
+    rope: Rope,
+    token_embd: Linear,
+    output_norm: Vec<f32>,
+    output: Linear,
+    layers: Vec<Layer>,
+}
+
+impl LlamaLike {
+    pub(crate) fn load(gguf: &Gguf, arch: &str) -> Result<LlamaLike> {
+        let meta = Meta { gguf, arch };
+        let n_layer = meta.u32("block_count")? as usize;
+        let n_embd = meta.u32("embedding_length")? as usize;
+        let n_ff = meta.u32("feed_forward_length")? as usize;
+        let n_head = meta.u32("attention.head_count")? as usize;
+        let n_head_kv = meta.u32_or("attention.head_count_kv", n_head as u32)? as usize;
+        let default_head = (n_embd / n_head.max(1)) as u32;
+        let head_dim_k = meta.u32_or("attention.key_length", default_head)? as usize;
+        let head_dim_v = meta.u32_or("attention.value_length", default_head)? as usize;
+        let rms_eps = meta.f32("attention.layer_norm_rms_epsilon")?;
+        let scale = meta.f32_or("rope.scaling.factor", 0.0)?;
+        let rope = Rope {
+            style: if arch == "llama" {
+                RopeStyle::Normal
+            } else {
+                RopeStyle::Neox
+            },
+            n_rot: meta.u32_or("rope.dimension_count", head_dim_k as u32)? as usize,
+            freq_base: meta.f32_or("rope.freq_base", 10_000.0)?,
+            freq_scale: if scale == 0.0 { 1.0 } else { 1.0 / scale },
+        };
+        let n_vocab = super::n_vocab(gguf)?;
+        let token_embd = Linear::load(gguf, "token_embd.weight", n_embd, n_vocab)?;
+        let output = Linear::load_optional(gguf, "output.weight", n_embd, n_vocab)?
+            .unwrap_or_else(|| token_embd.clone());
+        let (q_width, k_width, v_width) = (
+            n_head * head_dim_k,
+            n_head_kv * head_dim_k,
+            n_head_kv * head_dim_v,
+        );
+        let qk_norms = arch == "qwen3";
+        let layers = (0..n_layer)
+            .map(|il| {
+                let name = |t: &str| format!("blk.{il}.{t}.weight");
+                let bias =
+                    |t: &str, len| load_vector_optional(gguf, &format!("blk.{il}.{t}.bias"), len);
+                let head_norm = |t: &str| -> Result<Option<Vec<f32>>> {
+                    if qk_norms {
+                        load_vector(gguf, &name(t), head_dim_k).map(Some)
+                    } else {
+                        Ok(None)
+                    }
+                };
+                Ok(Layer {
+                    attn_norm: load_vector(gguf, &name("attn_norm"), n_embd)?,
+                    q: Linear::load(gguf, &name("attn_q"), n_embd, q_width)?,
+                    k: Linear::load(gguf, &name("attn_k"), n_embd, k_width)?,
+                    v: Linear::load(gguf, &name("attn_v"), n_embd, v_width)?,
+                    q_bias: bias("attn_q", q_width)?,
+                    k_bias: bias("attn_k", k_width)?,
+                    v_bias: bias("attn_v", v_width)?,
+                    q_norm: head_norm("attn_q_norm")?,
+                    k_norm: head_norm("attn_k_norm")?,
+                    out: Linear::load(gguf, &name("attn_output"), n_head * head_dim_v, n_embd)?,
+                    ffn_norm: load_vector(gguf, &name("ffn_norm"), n_embd)?,
+                    gate: Linear::load(gguf, &name("ffn_gate"), n_embd, n_ff)?,
+                    up: Linear::load(gguf, &name("ffn_up"), n_embd, n_ff)?,
+                    down: Linear::load(gguf, &name("ffn_down"), n_ff, n_embd)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let shape = ModelShape {
+            arch: arch.to_owned(),
+            n_layer,
+            n_embd,
+            n_vocab,
+            n_ctx_train: meta.u32_or("context_length", 0)? as usize,
+            kv_widths: vec![(k_width, v_width); n_layer],
+        };
+        Ok(LlamaLike {
+            shape,
+            n_head,
+            n_head_kv,
+            head_dim_k,
+            head_dim_v,
+            rms_eps,
+            rope,
+            token_embd,
+            output_norm: load_vector(gguf, "output_norm.weight", n_embd)?,
+            output,
+            layers,
+        })
+    }
+}
+
+impl Architecture for LlamaLike {
+    fn shape(&self) -> &ModelShape {
+        &self.shape
+    }
+
+    fn embed(&self, gguf: &Gguf, tokens: &[u32], out: &mut [f32]) -> Result<()> {
+        for (&t, row) in tokens.iter().zip(out.chunks_mut(self.shape.n_embd)) {
+            self.token_embd.row_into(gguf, t as usize, row)?;
+        }
+        Ok(())
+    }
+
+    fn layer(
+        &self,
+        gguf: &Gguf,
+        il: usize,
+        x: &mut [f32],
+        slots: &mut [SeqSlot<'_>],
+    ) -> Result<()> {
+        let layer = &self.layers[il];
+        let m = x.len() / self.shape.n_embd;
+
+        let mut h = x.to_vec();
+        rms_norm_rows(&mut h, &layer.attn_norm, self.rms_eps);
+        let mut q = layer.q.apply(gguf, &h, m)?;
+        let mut k = layer.k.apply(gguf, &h, m)?;
+        let mut v = layer.v.apply(gguf, &h, m)?;
+        for (t, b) in [
+            (&mut q, &layer.q_bias),
+            (&mut k, &layer.k_bias),
+            (&mut v, &layer.v_bias),
+        ] {
+            if let Some(b) = b {
+                add_bias(t, b);
+            }
+        }
+        if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
+            rms_norm_rows(&mut q, qn, self.rms_eps);
+            rms_norm_rows(&mut k, kn, self.rms_eps);
+        }
+        let shape = AttentionShape {
+            n_head: self.n_head,
+            n_head_kv: self.n_head_kv,
+            head_dim_k: self.head_dim_k,
+            head_dim_v: self.head_dim_v,
+            window: None,
+            softcap: None,
+        };
+        let q_scale = 1.0 / (self.head_dim_k as f32).sqrt();
+        let attn = attend(il, &shape, &self.rope, q_scale, &mut q, &mut k, &v, slots);
+        let attn_out = layer.out.apply(gguf, &attn, m)?;
+        add_in_place(x, &attn_out);
+
+        let mut h = x.to_vec();
+        rms_norm_rows(&mut h, &layer.ffn_norm, self.rms_eps);
+        let mut gate = layer.gate.apply(gguf, &h, m)?;
+        let up = layer.up.apply(gguf, &h, m)?;
+        swiglu_in_place(&mut gate, &up);
+        let ffn_out = layer.down.apply(gguf, &gate, m)?;
+        add_in_place(x, &ffn_out);
+        Ok(())
+    }
+
+    fn logits(&self, gguf: &Gguf, x: &mut [f32], m: usize) -> Result<Vec<f32>> {
+        rms_norm_rows(x, &self.output_norm, self.rms_eps);
+        self.output.apply(gguf, x, m)
+    }
+}

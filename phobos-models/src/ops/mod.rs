@@ -1,0 +1,16 @@
+//! The engine's ops: quantized matmul, norms, RoPE, attention over a KV
+//! cache, softmax and the gated activations.
+//!
+//! Each op is one function over host slices. The bodies are plain host
+//! paths for now (the kernel-language versions and the fast quantized
+//! matmul land behind these same signatures); every op is tested against a
+//! straightforward f64 reference in its file.
+
+pub mod activation;
+pub mod attention;
+pub mod matmul;
+pub mod norm;
+pub mod rope;
+pub mod softmax;
+
+pub use matmul::{QMatmulError, QMatrixRef, matmul};

@@ -1,0 +1,236 @@
+//! The sampler chain, in llama.cpp's default order: penalties, top-k,
+//! top-p, min-p, temperature, then a draw. Temperature `<= 0` is greedy
+//! (argmax after the penalties), as in llama.cpp.
+//!
+//! Defaults are llama.cpp's: temperature 0.8, top-k 40, top-p 0.95,
+//! min-p 0.05, penalty window 64, repeat penalty 1 (off), presence and
+//! frequency penalties 0.
+
+mod rng;
+
+pub use rng::SplitMix64;
+
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplerConfig {
+    pub temperature: f32,
+    /// 0 keeps every token.
+    pub top_k: usize,
+    pub top_p: f32,
+    pub min_p: f32,
+    pub repeat_penalty: f32,
+    pub presence_penalty: f32,
+    pub frequency_penalty: f32,
+    /// How many recent tokens the penalties look at (0: none).
+    pub penalty_last_n: usize,
+    pub seed: u64,
+}
+
+impl Default for SamplerConfig {
+    fn default() -> Self {
+        Self {
+            temperature: 0.8,
+            top_k: 40,
+            top_p: 0.95,
+            min_p: 0.05,
+            repeat_penalty: 1.0,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
+            penalty_last_n: 64,
+            seed: 0xC0FFEE,
+        }
+    }
+}
+
+impl SamplerConfig {
+    pub fn greedy() -> Self {
+        Self {
+            temperature: 0.0,
+            ..Self::default()
+        }
+    }
+}
+
+/// A chosen token with its log-probability and the most likely
+/// alternatives, all from the model's distribution before sampling (what
+/// llama.cpp's `n_probs` reports).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampledToken {
+    pub id: u32,
+    pub logprob: f32,
+    pub top_logprobs: Vec<(u32, f32)>,
+}
+
+/// A sampler with its own random state and penalty history.
+#[derive(Debug, Clone)]
+pub struct Sampler {
+    config: SamplerConfig,
+    rng: SplitMix64,
+    history: Vec<u32>,
+}
+
+impl Sampler {
+    pub fn new(config: SamplerConfig) -> Self {
+        let rng = SplitMix64::new(config.seed);
+        Self {
+            config,
+            rng,
+            history: Vec::new(),
+        }
+    }
+
+    pub fn config(&self) -> &SamplerConfig {
+        &self.config
+    }
+
+    /// Records tokens the penalties should see (the prompt, accepted output).
+    pub fn accept(&mut self, tokens: &[u32]) {
+        self.history.extend_from_slice(tokens);
+    }
+
+    /// Picks the next token from `logits` and records it.
+    pub fn sample(&mut self, logits: &[f32], n_top_logprobs: usize) -> SampledToken {
+        let id = self.choose(logits);
+        self.history.push(id);
+        let (logprob, top_logprobs) = log_probs(logits, id, n_top_logprobs);
+        SampledToken {
+            id,
+            logprob,
+            top_logprobs,
+        }
+    }
+
+    fn choose(&mut self, logits: &[f32]) -> u32 {
+        let mut cand: Vec<(u32, f32)> = logits
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (i as u32, l))
+            .collect();
+        self.apply_penalties(&mut cand);
+        let c = &self.config;
+        if c.temperature <= 0.0 {
+            return argmax(&cand);
+        }
+        // top-k: the k largest, sorted descending (everything sorted when 0).
+        cand.sort_unstable_by(|a, b| b.1.total_cmp(&a.1));
+        if c.top_k > 0 {
+            cand.truncate(c.top_k);
+        }
+        // top-p: the smallest head whose probability reaches p.
+        if c.top_p < 1.0 {
+            let probs = softmax_of(&cand);
+            let mut cum = 0.0;
+            let mut keep = cand.len();
+            for (i, p) in probs.iter().enumerate() {
+                cum += p;
+                if cum >= f64::from(c.top_p) {
+                    keep = i + 1;
+                    break;
+                }
+            }
+            cand.truncate(keep.max(1));
+        }
+        // min-p: tokens at least min_p times as likely as the best.
+        if c.min_p > 0.0 && !cand.is_empty() {
+            let threshold = cand[0].1 + c.min_p.ln();
+            let keep = cand.iter().take_while(|x| x.1 >= threshold).count();
+            cand.truncate(keep.max(1));
+        }
+        for x in &mut cand {
+            x.1 /= c.temperature;
+        }
+        let probs = softmax_of(&cand);
+        let r = self.rng.next_f64();
+        let mut cum = 0.0;
+        for (x, p) in cand.iter().zip(&probs) {
+            cum += p;
+            if r < cum {
+                return x.0;
+            }
+        }
+        cand.last().map_or(0, |x| x.0)
+    }
+
+    fn apply_penalties(&self, cand: &mut [(u32, f32)]) {
+        let c = &self.config;
+        let neutral =
+            c.repeat_penalty == 1.0 && c.presence_penalty == 0.0 && c.frequency_penalty == 0.0;
+        if neutral || c.penalty_last_n == 0 {
+            return;
+        }
+        let start = self.history.len().saturating_sub(c.penalty_last_n);
+        let mut counts: HashMap<u32, u32> = HashMap::new();
+        for &t in &self.history[start..] {
+            *counts.entry(t).or_default() += 1;
+        }
+        for (&t, &n) in &counts {
+            let Some(x) = cand.get_mut(t as usize) else {
+                continue;
+            };
+            if x.1 <= 0.0 {
+                x.1 *= c.repeat_penalty;
+            } else {
+                x.1 /= c.repeat_penalty;
+            }
+            x.1 -= n as f32 * c.frequency_penalty + c.presence_penalty;
+        }
+    }
+}
+
+/// The largest logit's token; the lowest id among equals.
+pub fn argmax(cand: &[(u32, f32)]) -> u32 {
+    let mut best = (0u32, f32::NEG_INFINITY);
+    for &(id, l) in cand {
+        if l > best.1 {
+            best = (id, l);
+        }
+    }
+    best.0
+}
+
+/// Index of the largest value of `logits`.
+pub fn argmax_logits(logits: &[f32]) -> u32 {
+    let mut best = (0usize, f32::NEG_INFINITY);
+    for (i, &l) in logits.iter().enumerate() {
+        if l > best.1 {
+            best = (i, l);
+        }
+    }
+    best.0 as u32
+}
+
+fn softmax_of(cand: &[(u32, f32)]) -> Vec<f64> {
+    let max = cand.iter().map(|x| x.1).fold(f32::NEG_INFINITY, f32::max);
+    let exps: Vec<f64> = cand.iter().map(|x| f64::from(x.1 - max).exp()).collect();
+    let sum: f64 = exps.iter().sum();
+    exps.into_iter().map(|e| e / sum).collect()
+}
+
+/// Log-softmax of `logits` at `id`, and the `n` most likely tokens.
+pub fn log_probs(logits: &[f32], id: u32, n: usize) -> (f32, Vec<(u32, f32)>) {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let log_sum = logits
+        .iter()
+        .map(|&l| f64::from(l - max).exp())
+        .sum::<f64>()
+        .ln();
+    let lp = |l: f32| (f64::from(l - max) - log_sum) as f32;
+    let chosen = logits
+        .get(id as usize)
+        .map_or(f32::NEG_INFINITY, |&l| lp(l));
+    let mut top: Vec<(u32, f32)> = Vec::with_capacity(n + 1);
+    if n > 0 {
+        for (i, &l) in logits.iter().enumerate() {
+            if top.len() < n || l > top[top.len() - 1].1 {
+                let at = top.partition_point(|x| x.1 >= l);
+                top.insert(at, (i as u32, l));
+                top.truncate(n);
+            }
+        }
+    }
+    (chosen, top.into_iter().map(|(i, l)| (i, lp(l))).collect())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,120 @@
+use super::*;
+
+#[test]
+fn greedy_takes_the_argmax() {
+    let mut s = Sampler::new(SamplerConfig::greedy());
+    assert_eq!(s.sample(&[0.1, 3.0, -1.0, 2.9], 0).id, 1);
+}
+
+#[test]
+fn repeat_penalty_divides_positive_and_multiplies_negative() {
+    let config = SamplerConfig {
+        repeat_penalty: 2.0,
+        ..SamplerConfig::greedy()
+    };
+    let mut s = Sampler::new(config);
+    s.accept(&[1]);
+    // 3.0 / 2 = 1.5 < 2.0: token 3 wins.
+    assert_eq!(s.sample(&[0.0, 3.0, -1.0, 2.0], 0).id, 3);
+}
+
+#[test]
+fn frequency_and_presence_penalties_subtract_per_count() {
+    let config = SamplerConfig {
+        frequency_penalty: 0.5,
+        presence_penalty: 0.25,
+        ..SamplerConfig::greedy()
+    };
+    let mut s = Sampler::new(config);
+    s.accept(&[0, 0]);
+    // token 0: 2.0 - 2*0.5 - 0.25 = 0.75 < 1.0
+    assert_eq!(s.sample(&[2.0, 1.0], 0).id, 1);
+}
+
+#[test]
+fn penalty_window_forgets_old_tokens() {
+    let config = SamplerConfig {
+        presence_penalty: 10.0,
+        penalty_last_n: 2,
+        ..SamplerConfig::greedy()
+    };
+    let mut s = Sampler::new(config);
+    s.accept(&[0, 1, 1]);
+    assert_eq!(s.sample(&[2.0, 1.0], 0).id, 0);
+}
+
+#[test]
+fn top_k_one_is_greedy_at_any_temperature() {
+    let config = SamplerConfig {
+        temperature: 5.0,
+        top_k: 1,
+        ..SamplerConfig::default()
+    };
+    let mut s = Sampler::new(config);
+    for _ in 0..20 {
+        assert_eq!(s.sample(&[0.0, 1.0, 0.5], 0).id, 1);
+    }
+}
+
+#[test]
+fn min_p_drops_unlikely_tokens() {
+    // p(1)/p(0) = e^-5 < 0.05: only token 0 survives.
+    let config = SamplerConfig {
+        temperature: 1.0,
+        top_k: 0,
+        top_p: 1.0,
+        min_p: 0.05,
+        ..SamplerConfig::default()
+    };
+    let mut s = Sampler::new(config);
+    for _ in 0..50 {
+        assert_eq!(s.sample(&[5.0, 0.0], 0).id, 0);
+    }
+}
+
+#[test]
+fn top_p_keeps_the_smallest_sufficient_head() {
+    // probs ~ [0.665, 0.245, 0.09]; p = 0.6 keeps only the first.
+    let config = SamplerConfig {
+        temperature: 1.0,
+        top_k: 0,
+        top_p: 0.6,
+        min_p: 0.0,
+        ..SamplerConfig::default()
+    };
+    let mut s = Sampler::new(config);
+    for _ in 0..50 {
+        assert_eq!(s.sample(&[2.0, 1.0, 0.0], 0).id, 0);
+    }
+}
+
+#[test]
+fn draws_follow_the_distribution_and_the_seed() {
+    let config = SamplerConfig {
+        temperature: 1.0,
+        top_k: 0,
+        top_p: 1.0,
+        min_p: 0.0,
+        seed: 7,
+        ..SamplerConfig::default()
+    };
+    let logits = [0.0f32, (3.0f32).ln()];
+    let mut s = Sampler::new(config.clone());
+    let draws: Vec<u32> = (0..4000).map(|_| s.sample(&logits, 0).id).collect();
+    let ones = draws.iter().filter(|&&d| d == 1).count() as f64 / 4000.0;
+    // p = 0.75; 4000 draws give a standard error of ~0.007.
+    assert!((ones - 0.75).abs() < 0.035, "{ones}");
+    let mut again = Sampler::new(config);
+    let draws2: Vec<u32> = (0..4000).map(|_| again.sample(&logits, 0).id).collect();
+    assert_eq!(draws, draws2);
+}
+
+#[test]
+fn log_probs_match_f64_log_softmax() {
+    let logits = [1.0f32, 2.0, 3.0, 0.5];
+    let (lp, top) = log_probs(&logits, 1, 2);
+    let denom: f64 = logits.iter().map(|&l| f64::from(l).exp()).sum();
+    assert!((f64::from(lp) - (2.0 - denom.ln())).abs() < 1e-6);
+    assert_eq!(top.iter().map(|x| x.0).collect::<Vec<_>>(), vec![2, 1]);
+    assert!((f64::from(top[0].1) - (3.0 - denom.ln())).abs() < 1e-6);
+}

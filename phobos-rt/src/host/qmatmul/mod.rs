@@ -1,0 +1,107 @@
+//! Quantized matmul on the host with ggml's numerics: the LLM engine calls
+//! this for every weight matmul.
+//!
+//! # API
+//!
+//! - [`QMatrixRef`]: a weight matrix in ggml layout (`rows` output features,
+//!   each a row of `cols` elements as whole blocks of `ty`), borrowing its
+//!   bytes (e.g. from the GGUF mmap).
+//! - [`matmul`]`(w, x, m_rows, out)`: `out[m*rows + n] = sum_k x[m*cols+k] *
+//!   W[n, k]`. Quantizes `x` once to the format's partner type, then runs
+//!   the integer kernels. [`matmul_threaded`] is the same on rayon.
+//! - [`quantize_activations`] + [`matmul_quantized`] /
+//!   [`matmul_quantized_threaded`]: quantize `x` once and reuse it for
+//!   several weights (q/k/v, gate/up) that share `cols` and partner type.
+//! - [`vec_dot_type`]: the partner type of a weight format.
+//!
+//! # Numerics (what "ggml's numerics" means here)
+//!
+//! The reference is the llama.cpp build this project measures against: ggml
+//! compiled for AVX2 + FMA + F16C (`-mavx2 -mfma -mf16c`, GCC, `-std=gnu11`
+//! so `a += b * c` contracts to one FMA), no AVX-512, llamafile sgemm on,
+//! *weight repacking off* (llama.cpp's `--no-repack`, and every
+//! `test-backend-ops` run). With repacking on, llama.cpp runs different
+//! kernels for Q4_0/Q4_K/Q2_K/Q5_K/Q6_K/Q8_0/IQ4_NL whose sums are ordered
+//! differently; those are not reproduced.
+//!
+//! - Activations: Q8_0 and Q8_1 use ggml's x86 quantizer (`d = amax/127`,
+//!   multiplier `127/amax`, round half to even), which differs from the
+//!   reference C quantizer in rare ties; Q8_K uses the reference quantizer
+//!   (x86 ggml calls it too), i.e. `phobos_quant::quantize(Q8_K, ..)`.
+//! - Per block, the integer products are summed into eight i32 lanes; lane
+//!   `l` holds the elements at positions `4l..4l+4` of every 32-element
+//!   chunk (the `maddubs`/`madd` grouping). Each lane is converted to f32
+//!   and folded into its own f32 accumulator with one FMA per block
+//!   (`acc[l] = fma(d_w * d_x, lane[l], acc[l])`). The row result is the
+//!   AVX horizontal sum `((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7))`.
+//! - Per-format extras (mins and offsets) follow ggml's AVX2 `vec_dot`
+//!   exactly; see `portable.rs`, which is the executable statement of the
+//!   numerics. IQ4_NL: one accumulator for `m_rows >= 2` (llamafile
+//!   sgemm), two interleaved accumulators plus a scalar tail for
+//!   `m_rows == 1` (ggml's `vec_dot`). Q8_0/Q4_0/Q5_0 are the same in both.
+//! - F32/F16/BF16 weights take f32 activations and are not bit-exact with
+//!   ggml (whose order depends on its sgemm tiles): eight f32 lanes of FMAs
+//!   over the row, then the same horizontal sum.
+//!
+//! The SIMD kernels (AVX2, AVX-512 VNNI) are bit-exact with the portable
+//! path; which one runs is picked once at run time.
+
+mod activations;
+mod error;
+mod float_weights;
+mod kernels;
+mod portable;
+mod schedule;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_gemma;
+#[cfg(test)]
+mod tests_ggml;
+
+pub use activations::{QActivations, quantize_activations, vec_dot_type};
+pub use error::QMatmulError;
+pub use kernels::{KernelLevel, kernel_level};
+pub use schedule::{matmul, matmul_quantized, matmul_quantized_threaded, matmul_threaded};
+
+use phobos_quant::GgmlType;
+
+/// A quantized weight matrix in ggml layout: `rows` output features, each a
+/// row of `cols` elements stored as whole blocks of `ty` (bytes borrowed,
+/// e.g. from the mmap).
+#[derive(Debug, Clone, Copy)]
+pub struct QMatrixRef<'a> {
+    pub ty: GgmlType,
+    pub rows: usize,
+    pub cols: usize,
+    pub data: &'a [u8],
+}
+
+impl QMatrixRef<'_> {
+    /// Bytes of one row, after checking `cols` and `data` against `ty`.
+    pub fn row_bytes(&self) -> Result<usize, QMatmulError> {
+        let info = self.ty.info();
+        if !self.cols.is_multiple_of(info.block_len) {
+            return Err(QMatmulError::ColsNotBlockMultiple {
+                ty: self.ty,
+                cols: self.cols,
+                block_len: info.block_len,
+            });
+        }
+        let row_bytes = self.cols / info.block_len * info.block_bytes;
+        let expected = row_bytes.checked_mul(self.rows);
+        if expected != Some(self.data.len()) {
+            return Err(QMatmulError::WeightBytes {
+                ty: self.ty,
+                rows: self.rows,
+                cols: self.cols,
+                expected: expected.unwrap_or(usize::MAX),
+                found: self.data.len(),
+            });
+        }
+        Ok(row_bytes)
+    }
+}

@@ -1,0 +1,166 @@
+//! Entry points and the parallel split (the one place that decides it):
+//! tiles of output rows (weight rows, N) times activation rows (M), run on
+//! the host device's persistent pool (`crate::pool`).
+
+use std::ops::Range;
+
+use super::kernels::{KernelLevel, Weights, kernel_level, level_supported, run_tile};
+use super::{QActivations, QMatmulError, QMatrixRef, quantize_activations, vec_dot_type};
+
+/// Activation rows per tile: 64 quantized rows of a 2048-wide matrix stay
+/// in L2 while the tile's weight rows stream past them.
+const M_TILE: usize = 64;
+/// Weight bytes per tile for prompt batches, so a tile's weights stay in L2
+/// while its activation rows pass over them.
+const TILE_WEIGHT_BYTES: usize = 256 * 1024;
+
+/// `out[m*rows + n] = sum_k x[m*cols + k] * W[n, k]` for `m < m_rows`, with
+/// ggml's numerics (module docs), on the calling thread.
+pub fn matmul(
+    w: &QMatrixRef<'_>,
+    x: &[f32],
+    m_rows: usize,
+    out: &mut [f32],
+) -> Result<(), QMatmulError> {
+    let acts = quantize_activations(w.ty, x, m_rows, w.cols)?;
+    matmul_quantized(w, &acts, out)
+}
+
+/// [`matmul`] on rayon's pool.
+pub fn matmul_threaded(
+    w: &QMatrixRef<'_>,
+    x: &[f32],
+    m_rows: usize,
+    out: &mut [f32],
+) -> Result<(), QMatmulError> {
+    let acts = quantize_activations(w.ty, x, m_rows, w.cols)?;
+    matmul_quantized_threaded(w, &acts, out)
+}
+
+/// [`matmul`] with activations quantized once by [`quantize_activations`]
+/// (reusable across weights of the same partner type and width).
+pub fn matmul_quantized(
+    w: &QMatrixRef<'_>,
+    acts: &QActivations,
+    out: &mut [f32],
+) -> Result<(), QMatmulError> {
+    run(w, acts, out, false, kernel_level())
+}
+
+/// [`matmul_quantized`] on rayon's pool.
+pub fn matmul_quantized_threaded(
+    w: &QMatrixRef<'_>,
+    acts: &QActivations,
+    out: &mut [f32],
+) -> Result<(), QMatmulError> {
+    run(w, acts, out, true, kernel_level())
+}
+
+/// The entry point at an explicit kernel level (tests compare levels).
+pub(super) fn run(
+    w: &QMatrixRef<'_>,
+    acts: &QActivations,
+    out: &mut [f32],
+    threaded: bool,
+    level: KernelLevel,
+) -> Result<(), QMatmulError> {
+    let row_bytes = check(w, acts, out)?;
+    let level = if level_supported(level) {
+        level
+    } else {
+        KernelLevel::Portable
+    };
+    let weights = Weights {
+        ty: w.ty,
+        data: w.data,
+        row_bytes,
+    };
+    let (rows, m_rows) = (w.rows, acts.m_rows());
+    let single_row = m_rows == 1;
+    if !threaded {
+        let mut store = |m: usize, n: usize, v: f32| out[m * rows + n] = v;
+        run_tile(
+            level,
+            &weights,
+            acts,
+            0..rows,
+            0..m_rows,
+            single_row,
+            &mut store,
+        );
+        return Ok(());
+    }
+    let pool = crate::pool::global();
+    let tiles = split(rows, m_rows, row_bytes, pool.threads());
+    let out_ptr = OutPtr(out.as_mut_ptr());
+    let task = |index: usize| -> crate::Result<()> {
+        let (n_range, m_range) = tiles[index].clone();
+        let out_ptr = &out_ptr;
+        let mut store = |m: usize, n: usize, v: f32| {
+            // SAFETY: `check` sized `out` to m_rows * rows, `m < m_rows` and
+            // `n < rows`; the tiles partition the (m, n) pairs, so no two
+            // threads write the same element and nobody reads `out` until
+            // the loop ends.
+            unsafe { *out_ptr.0.add(m * rows + n) = v };
+        };
+        run_tile(
+            level, &weights, acts, n_range, m_range, single_row, &mut store,
+        );
+        Ok(())
+    };
+    pool.run(tiles.len(), &task)
+        .map_err(|err| QMatmulError::Parallel(err.to_string()))
+}
+
+struct OutPtr(*mut f32);
+// SAFETY: tiles write disjoint elements (see `run`).
+unsafe impl Sync for OutPtr {}
+
+/// The parallel split: `(weight rows, activation rows)` tiles. Decode (few
+/// rows) splits the weight rows only, into about eight tiles per thread so
+/// uneven thread speed evens out; prompt batches also split M.
+fn split(
+    rows: usize,
+    m_rows: usize,
+    row_bytes: usize,
+    threads: usize,
+) -> Vec<(Range<usize>, Range<usize>)> {
+    let by_threads = rows.div_ceil(8 * threads.max(1)).max(16);
+    let n_tile = if m_rows <= 4 {
+        by_threads
+    } else {
+        by_threads.min((TILE_WEIGHT_BYTES / row_bytes.max(1)).max(16))
+    };
+    let mut tiles = Vec::new();
+    for m0 in (0..m_rows).step_by(M_TILE) {
+        for n0 in (0..rows).step_by(n_tile) {
+            tiles.push((n0..(n0 + n_tile).min(rows), m0..(m0 + M_TILE).min(m_rows)));
+        }
+    }
+    tiles
+}
+
+/// Checks shapes and types; returns the weight's row bytes.
+fn check(w: &QMatrixRef<'_>, acts: &QActivations, out: &mut [f32]) -> Result<usize, QMatmulError> {
+    let expected_ty = vec_dot_type(w.ty).ok_or(QMatmulError::UnsupportedWeight { ty: w.ty })?;
+    let row_bytes = w.row_bytes()?;
+    if acts.ty() != expected_ty || acts.cols() != w.cols {
+        return Err(QMatmulError::ActivationMismatch {
+            weight_ty: w.ty,
+            expected_ty,
+            expected_cols: w.cols,
+            found_ty: acts.ty(),
+            found_cols: acts.cols(),
+        });
+    }
+    let expected = acts.m_rows().checked_mul(w.rows);
+    if expected != Some(out.len()) {
+        return Err(QMatmulError::OutputLen {
+            m_rows: acts.m_rows(),
+            rows: w.rows,
+            expected: expected.unwrap_or(usize::MAX),
+            found: out.len(),
+        });
+    }
+    Ok(row_bytes)
+}

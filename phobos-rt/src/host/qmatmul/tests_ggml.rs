@@ -1,0 +1,88 @@
+//! The outside reference: ggml's own `from_float` + `vec_dot` (the CPU
+//! backend of the pinned llama.cpp build) through the harness in
+//! scripts/ggml-vecdot, bit for bit at M = 1. Runs when
+//! `PHOBOS_GGML_VECDOT` names the built harness; skips otherwise.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use phobos_quant::{GgmlType, quantize};
+
+use super::tests::floats;
+use super::*;
+
+const QUANT_FORMATS: [GgmlType; 12] = [
+    GgmlType::Q8_0,
+    GgmlType::Q5_0,
+    GgmlType::Q4_K,
+    GgmlType::Q6_K,
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_1,
+    GgmlType::Q2_K,
+    GgmlType::Q3_K,
+    GgmlType::Q5_K,
+    GgmlType::IQ4_NL,
+    GgmlType::IQ4_XS,
+];
+
+#[test]
+fn single_rows_equal_ggml_vec_dot() {
+    let Ok(harness) = std::env::var("PHOBOS_GGML_VECDOT") else {
+        eprintln!("skipping: PHOBOS_GGML_VECDOT is not set (scripts/ggml-vecdot/build.sh)");
+        return;
+    };
+    let mut input = Vec::new();
+    let mut ours = Vec::new();
+    let mut labels = Vec::new();
+    for ty in QUANT_FORMATS {
+        let block = ty.info().block_len;
+        for (case, blocks) in [1usize, 2, 3, 5, 8].into_iter().enumerate() {
+            let cols = block * blocks;
+            let seed = case as u64 * 97 + ty.id() as u64;
+            let mut w = Vec::new();
+            quantize(ty, &floats(seed, cols), &mut w).unwrap();
+            let x = floats(seed + 5, cols);
+            let mut out = [0.0f32];
+            matmul(
+                &QMatrixRef {
+                    ty,
+                    rows: 1,
+                    cols,
+                    data: &w,
+                },
+                &x,
+                1,
+                &mut out,
+            )
+            .unwrap();
+            input.extend_from_slice(&ty.id().to_le_bytes());
+            input.extend_from_slice(&(cols as u32).to_le_bytes());
+            input.extend_from_slice(&w);
+            input.extend(x.iter().flat_map(|v| v.to_le_bytes()));
+            ours.push(out[0]);
+            labels.push(format!("{ty} cols={cols}"));
+        }
+    }
+    let mut child = Command::new(&harness)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let theirs: Vec<f32> = output
+        .stdout
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(theirs.len(), ours.len());
+    let mismatches: Vec<String> = labels
+        .iter()
+        .zip(ours.iter().zip(&theirs))
+        .filter(|(_, (a, b))| a.to_bits() != b.to_bits())
+        .map(|(l, (a, b))| format!("{l}: ours {a:e} ggml {b:e}"))
+        .collect();
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}

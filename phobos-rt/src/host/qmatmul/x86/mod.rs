@@ -1,0 +1,102 @@
+//! AVX2 micro-kernels, bit-exact with `portable.rs`: one weight row times
+//! up to four activation rows, so each weight block is unpacked once per
+//! four rows of a prompt batch. Integer sums are exact, so only the lane
+//! grouping and the FMA order (the same as the portable path's) matter.
+
+mod floats;
+mod kquants;
+mod legacy;
+
+pub(super) use floats::row_dot_float_avx2;
+pub(super) use kquants::k_rows_avx2;
+pub(super) use legacy::{q32_rows_avx2, q32_rows_vnni};
+
+use std::arch::x86_64::*;
+
+/// Whether this CPU runs the AVX2 kernels.
+pub(super) fn has_avx2() -> bool {
+    is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("fma")
+        && is_x86_feature_detected!("f16c")
+}
+
+/// Whether this CPU runs the AVX-512 VNNI kernels.
+pub(super) fn has_vnni() -> bool {
+    has_avx2()
+        && is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512vl")
+        && is_x86_feature_detected!("avx512vnni")
+}
+
+/// 32 bytes from the front of `bytes` (bounds-checked by the slice).
+#[inline(always)]
+fn load32(bytes: &[u8]) -> __m256i {
+    let bytes = &bytes[..32];
+    // SAFETY: `bytes` holds 32 readable bytes; the load is unaligned.
+    unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) }
+}
+
+#[inline(always)]
+fn load16(bytes: &[u8]) -> __m128i {
+    let bytes = &bytes[..16];
+    // SAFETY: `bytes` holds 16 readable bytes; the load is unaligned.
+    unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }
+}
+
+/// The f16 at `offset` as f32 (F16C, inlined into the kernels).
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+fn f16_at(bytes: &[u8], offset: usize) -> f32 {
+    let bits = u16::from_le_bytes([bytes[offset], bytes[offset + 1]]);
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(bits))))
+}
+
+/// The AVX horizontal sum (see `portable::hsum8`).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn hsum8(x: __m256) -> f32 {
+    let sum4 = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+    let sum2 = _mm_add_ps(sum4, _mm_movehl_ps(sum4, sum4));
+    _mm_cvtss_f32(_mm_add_ss(sum2, _mm_movehdup_ps(sum2)))
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn hsum4(x: __m128) -> f32 {
+    let sum2 = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    _mm_cvtss_f32(_mm_add_ss(sum2, _mm_movehdup_ps(sum2)))
+}
+
+/// 16 packed bytes to 32 nibbles: low nibbles first, then high ones.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn nibbles(qs: &[u8]) -> __m256i {
+    let packed = load16(qs);
+    let both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+    _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
+}
+
+/// Byte `i` is 0xFF where bit `i` of `bits` is set.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn bits_to_bytes(bits: u32) -> __m256i {
+    let spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(bits as i32),
+        _mm256_set_epi64x(
+            0x0303_0303_0303_0303,
+            0x0202_0202_0202_0202,
+            0x0101_0101_0101_0101,
+            0,
+        ),
+    );
+    let select = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+    _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select)
+}
+
+/// IQ4_NL's table lookup on 32 nibbles.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn iq4_lookup(nibbles: __m256i) -> __m256i {
+    let table = load16(&super::portable::KVALUES_IQ4NL.map(|v| v as u8));
+    _mm256_shuffle_epi8(_mm256_set_m128i(table, table), nibbles)
+}

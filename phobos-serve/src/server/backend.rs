@@ -1,0 +1,111 @@
+//! What the server needs from an inference engine, and nothing more.
+//!
+//! The server owns the scheduling (queue, slots, continuous batching,
+//! cancellation); an engine only has to keep one KV cache per slot, fill it
+//! from a prompt while reusing the prefix it already holds, and advance
+//! several slots by one token in one batched forward pass.
+
+use phobos_models::chat::ChatTemplate;
+use phobos_models::tokenizer::Tokenizer;
+
+/// An engine error, reported to the client of the request that hit it as a
+/// 500 (the server keeps running and frees the slot).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BackendError(pub String);
+
+/// Sampling parameters of one request, already validated and merged with the
+/// server's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingParams {
+    /// 0 means greedy.
+    pub temperature: f32,
+    /// In (0, 1]; 1 disables it.
+    pub top_p: f32,
+    /// 0 disables it.
+    pub top_k: u32,
+    /// In [0, 1]; 0 disables it.
+    pub min_p: f32,
+    /// Multiplicative penalty on tokens already in the context (1 disables it).
+    pub repeat_penalty: f32,
+    /// OpenAI's additive penalties in [-2, 2].
+    pub presence_penalty: f32,
+    pub frequency_penalty: f32,
+    /// The request's seed; `None` for a random one.
+    pub seed: Option<u64>,
+    /// How many alternatives to report per token (0 = no logprobs at all
+    /// unless `logprobs` is set).
+    pub top_logprobs: u32,
+    /// Report the chosen token's log-probability.
+    pub logprobs: bool,
+}
+
+/// A token with its natural-log probability under the (unmodified) model
+/// distribution.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenLogprob {
+    pub id: u32,
+    pub logprob: f32,
+}
+
+/// What one slot produced in one decode step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepOutput {
+    pub token: u32,
+    /// The chosen token's log-probability, when the request asked for it.
+    pub logprob: Option<f32>,
+    /// The most likely alternatives, best first (empty unless asked).
+    pub top_logprobs: Vec<TokenLogprob>,
+}
+
+/// The read-only side of a loaded model: what the HTTP handlers need.
+pub trait ModelInfo: Send + Sync + 'static {
+    /// The id `/v1/models` lists and requests may name.
+    fn model_id(&self) -> &str;
+    /// A short word for the dashboard and `/v1/models` ("cpu", "cuda", ...).
+    fn backend_name(&self) -> &str;
+    fn tokenizer(&self) -> &Tokenizer;
+    /// The chat template prompts are rendered with.
+    fn chat_template(&self) -> &ChatTemplate;
+    /// Tokens one slot's KV cache holds (prompt plus generated).
+    fn context_len_per_slot(&self) -> usize;
+    /// Resident bytes of weights and caches, for the dashboard (0 = unknown).
+    fn memory_bytes(&self) -> u64 {
+        0
+    }
+}
+
+/// The engine the scheduler drives. One `Slot` is one KV cache; the
+/// scheduler creates `--parallel` of them at start and never more.
+pub trait InferenceBackend: ModelInfo {
+    type Slot: Send + 'static;
+
+    /// A fresh slot with an empty cache of `context_len_per_slot` tokens.
+    fn new_slot(&self) -> Result<Self::Slot, BackendError>;
+
+    /// The tokens the slot's cache holds now (what prefix reuse compares
+    /// against).
+    fn cached_tokens<'a>(&self, slot: &'a Self::Slot) -> &'a [u32];
+
+    /// Makes the slot's cache hold exactly `prompt` and computes the logits
+    /// after its last token, reusing the longest common prefix with what the
+    /// cache held. Returns how many prompt tokens were reused (at most
+    /// `prompt.len() - 1`: the last one is always run to get logits).
+    /// `params` carries the seed so the slot's sampler can be reset.
+    fn ingest(
+        &self,
+        slot: &mut Self::Slot,
+        prompt: &[u32],
+        params: &SamplingParams,
+    ) -> Result<usize, BackendError>;
+
+    /// One decode step for several slots at once (continuous batching): for
+    /// each `(slot, params)` sample the next token from the slot's current
+    /// logits, append it to the slot's cache and compute the logits after it
+    /// (all slots in one batched forward pass). Returns one output per input,
+    /// in order.
+    fn decode_step(
+        &self,
+        batch: &mut [(&mut Self::Slot, &SamplingParams)],
+    ) -> Result<Vec<StepOutput>, BackendError>;
+}

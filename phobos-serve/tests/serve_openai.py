@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Drives a running `phobos serve --test-script` with the official `openai`
+client. Run by tests/serve_openai.rs, which starts two servers: Gemma 3 270M
+(chat, completions, stop, logprobs, usage, errors) and the Qwen2 vocabulary
+with Qwen 2.5's chat template (a tool-call round trip). The scripts the
+servers run are in serve_openai.rs; the expected texts below are theirs.
+
+Prints one `ok NAME` line per check; any failure raises (non-zero exit).
+"""
+import argparse
+import json
+import sys
+
+import openai
+from openai import OpenAI
+
+STORY = "Once upon a time there was a tiny model. It said hello. The END of the story."
+GREETING = "Hello! How can I help you today?"
+
+
+def check(name, condition, detail=""):
+    if not condition:
+        raise AssertionError(f"{name}: {detail}")
+    print(f"ok {name}", flush=True)
+
+
+def chat_plain(client, model):
+    r = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "hi"}], temperature=0, seed=1
+    )
+    check("chat.content", r.choices[0].message.content == GREETING, r.choices[0].message.content)
+    check("chat.role", r.choices[0].message.role == "assistant")
+    check("chat.finish", r.choices[0].finish_reason == "stop", r.choices[0].finish_reason)
+    check("chat.usage", r.usage.prompt_tokens > 0 and r.usage.completion_tokens > 0
+          and r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens, r.usage)
+    check("chat.object", r.object == "chat.completion" and r.id.startswith("chatcmpl-"))
+    # The same conversation again reuses the slot's cached prefix.
+    r2 = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "hi"}], temperature=0
+    )
+    cached = r2.usage.prompt_tokens_details.cached_tokens
+    check("chat.cached_tokens", cached is not None and 0 < cached < r2.usage.prompt_tokens, r2.usage)
+
+
+def chat_stream(client, model):
+    stream = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "hi"}], stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    check("stream.first_role", chunks[0].choices[0].delta.role == "assistant")
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    check("stream.text", text == GREETING, text)
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    check("stream.finish", finishes == ["stop"], finishes)
+    last = chunks[-1]
+    check("stream.usage_last", last.choices == [] and last.usage is not None
+          and last.usage.completion_tokens > 0, last)
+    check("stream.usage_only_last", all(c.usage is None for c in chunks[:-1]))
+    # Without include_usage there is no usage chunk.
+    chunks = list(client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "hi"}], stream=True))
+    check("stream.no_usage", all(c.usage is None and c.choices for c in chunks))
+
+
+def stops_and_limits(client, model):
+    story = [{"role": "user", "content": "tell me a story"}]
+    r = client.chat.completions.create(model=model, messages=story)
+    check("story.full", r.choices[0].message.content == STORY, r.choices[0].message.content)
+    r = client.chat.completions.create(model=model, messages=story, stop=["END"])
+    check("stop.string", r.choices[0].message.content == STORY.split("END")[0]
+          and r.choices[0].finish_reason == "stop", r.choices[0].message.content)
+    r = client.chat.completions.create(model=model, messages=story, stop=["zzz", "tiny"])
+    check("stop.list", r.choices[0].message.content == "Once upon a time there was a ",
+          r.choices[0].message.content)
+    text = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(
+        model=model, messages=story, stop="said hel", stream=True) if c.choices)
+    check("stop.stream", text == "Once upon a time there was a tiny model. It ", text)
+    r = client.chat.completions.create(model=model, messages=story, max_tokens=3)
+    check("max_tokens", r.choices[0].finish_reason == "length" and r.usage.completion_tokens == 3
+          and STORY.startswith(r.choices[0].message.content), r)
+    r = client.chat.completions.create(model=model, messages=story, max_completion_tokens=2)
+    check("max_completion_tokens", r.usage.completion_tokens == 2 and r.choices[0].finish_reason == "length")
+
+
+def reasoning_and_unicode(client, model):
+    r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "think about 2+2"}])
+    message = r.choices[0].message
+    reasoning = getattr(message, "reasoning_content", None) or (message.model_extra or {}).get("reasoning_content")
+    check("reasoning.split", reasoning == "Let me think." and message.content == "The answer is 4.", message)
+    chunks = list(client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "think about 2+2"}], stream=True))
+    streamed_reasoning = "".join((c.choices[0].delta.model_extra or {}).get("reasoning_content") or ""
+                                 for c in chunks if c.choices)
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    check("reasoning.stream", streamed_reasoning == "Let me think." and streamed == "The answer is 4.",
+          (streamed_reasoning, streamed))
+    r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Unicode please"}])
+    check("unicode", r.choices[0].message.content == "héllo wörld 🎉 日本語", r.choices[0].message.content)
+
+
+def logprobs(client, model):
+    r = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "hi"}], logprobs=True, top_logprobs=3)
+    content = r.choices[0].logprobs.content
+    check("logprobs.count", len(content) == r.usage.completion_tokens - 0, (len(content), r.usage))
+    check("logprobs.top", all(len(t.top_logprobs) == 3 and t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob
+                              for t in content))
+    check("logprobs.tokens", "".join(t.token for t in content).strip() == GREETING,
+          "".join(t.token for t in content))
+    r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "hi"}])
+    check("logprobs.absent", r.choices[0].logprobs is None)
+    r = client.completions.create(model=model, prompt="Say hi", logprobs=2, max_tokens=4)
+    lp = r.choices[0].logprobs
+    check("completions.logprobs", len(lp.tokens) == 4 and len(lp.top_logprobs[0]) >= 1, lp)
+
+
+def completions(client, model):
+    r = client.completions.create(model=model, prompt="Say hi")
+    check("completions.text", r.choices[0].text == GREETING and r.object == "text_completion", r)
+    chunks = list(client.completions.create(model=model, prompt="Say hi", stream=True,
+                                            stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].text for c in chunks if c.choices)
+    check("completions.stream", text == GREETING, text)
+    check("completions.stream_usage", chunks[-1].usage is not None and chunks[-1].choices == [])
+    r = client.completions.create(model=model, prompt="tell me a story", stop=". ")
+    check("completions.stop", r.choices[0].text == "Once upon a time there was a tiny model", r.choices[0].text)
+
+
+def json_mode(client, model):
+    r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "json please"}],
+                                       response_format={"type": "json_object"})
+    check("json_object", json.loads(r.choices[0].message.content) == {"answer": 4})
+
+
+def models_endpoint(client, model):
+    ids = [m.id for m in client.models.list()]
+    check("models.list", ids == [model], ids)
+
+
+def errors(client, model):
+    cases = [
+        ("error.n", dict(model=model, messages=[{"role": "user", "content": "hi"}], n=2), openai.BadRequestError),
+        ("error.temperature", dict(model=model, messages=[{"role": "user", "content": "hi"}], temperature=9),
+         openai.BadRequestError),
+        ("error.model", dict(model="no-such-model", messages=[{"role": "user", "content": "hi"}]),
+         openai.NotFoundError),
+        ("error.messages", dict(model=model, messages=[]), openai.BadRequestError),
+        ("error.context", dict(model=model, messages=[{"role": "user", "content": "word " * 5000}]),
+         openai.BadRequestError),
+    ]
+    for name, kwargs, error in cases:
+        try:
+            client.chat.completions.create(**kwargs)
+        except error as e:
+            body = e.body if isinstance(e.body, dict) else {}
+            check(name, isinstance(body.get("message"), str) and body.get("message"), e.body)
+        else:
+            raise AssertionError(f"{name}: no error")
+    bad_key = OpenAI(base_url=client.base_url, api_key="wrong", max_retries=0)
+    try:
+        bad_key.models.list()
+    except openai.AuthenticationError:
+        check("error.api_key", True)
+    else:
+        raise AssertionError("error.api_key: a wrong key was accepted")
+
+
+def tool_round_trip(client, model):
+    tools = [{
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather in a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    }]
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    r = client.chat.completions.create(model=model, messages=messages, tools=tools)
+    choice = r.choices[0]
+    check("tools.finish", choice.finish_reason == "tool_calls", choice)
+    calls = choice.message.tool_calls
+    check("tools.call", len(calls) == 1 and calls[0].function.name == "get_weather"
+          and json.loads(calls[0].function.arguments) == {"city": "Paris"} and calls[0].id, calls)
+    check("tools.no_markup", not (choice.message.content or "").strip(), choice.message.content)
+    # Streamed: index, id and name first, then the argument fragments.
+    chunks = list(client.chat.completions.create(model=model, messages=messages, tools=tools, stream=True))
+    deltas = [tc for c in chunks if c.choices for tc in (c.choices[0].delta.tool_calls or [])]
+    check("tools.stream_head", deltas[0].id and deltas[0].function.name == "get_weather" and deltas[0].index == 0)
+    arguments = "".join(d.function.arguments or "" for d in deltas)
+    check("tools.stream_args", json.loads(arguments) == {"city": "Paris"}, arguments)
+    content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    check("tools.stream_no_markup", "<tool_call>" not in content and not content.strip(), content)
+    check("tools.stream_finish", [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "tool_calls")
+    # The round trip: the call and its result go back through the template.
+    messages.append(choice.message.model_dump(exclude_none=True))
+    messages.append({"role": "tool", "tool_call_id": calls[0].id, "content": "22 degrees and sunny"})
+    r = client.chat.completions.create(model=model, messages=messages, tools=tools)
+    check("tools.answer", r.choices[0].message.content == "It is 22 degrees and sunny in Paris."
+          and r.choices[0].finish_reason == "stop", r.choices[0].message)
+    # Without tools offered, nothing is parsed as a call.
+    r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "hello"}])
+    check("tools.none", r.choices[0].message.tool_calls is None, r.choices[0].message)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--api-key", required=True)
+    parser.add_argument("--tools-base-url", required=True)
+    parser.add_argument("--tools-model", required=True)
+    args = parser.parse_args()
+    client = OpenAI(base_url=args.base_url, api_key=args.api_key, max_retries=0)
+    for test in (chat_plain, chat_stream, stops_and_limits, reasoning_and_unicode, logprobs, completions,
+                 json_mode, models_endpoint, errors):
+        test(client, args.model)
+    tools_client = OpenAI(base_url=args.tools_base_url, api_key="unused", max_retries=0)
+    tool_round_trip(tools_client, args.tools_model)
+    print("all ok")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
