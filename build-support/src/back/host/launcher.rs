@@ -175,6 +175,7 @@ pub fn kernel_module(
         #[allow(
             non_snake_case,
             non_camel_case_types,
+            non_upper_case_globals,
             unused,
             unused_comparisons,
             unused_parens,
@@ -305,7 +306,9 @@ pub fn kernel_module(
                 config: &Config,
                 #(#launcher_args),*
             ) -> #p::Result<()> {
-                if !CONFIGS.contains(config) {
+                let ::core::option::Option::Some(__config_index) =
+                    CONFIGS.iter().position(|__c| __c == config)
+                else {
                     return ::core::result::Result::Err(#p::Error::Backend {
                         backend: device.name(),
                         message: ::std::format!(
@@ -313,7 +316,7 @@ pub fn kernel_module(
                             #kernel_name, config, #kernel_name
                         ),
                     });
-                }
+                };
                 #binding
                 #cuda_fn
                 if !device.is_host() {
@@ -451,11 +454,13 @@ fn host_function(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStre
     }
     prelude.extend(written);
     prelude.extend(read);
+    // The generic arm's tune values: read from the config at run time.
+    let mut runtime_tune = TokenStream::new();
     for tune in &kernel.tune {
         let field = names::public(&tune.name);
         let var = names::tune(&tune.name);
         // Tune values come from CONFIGS (checked above), all small positives.
-        prelude.extend(quote!(let #var: i32 = config.#field as i32;));
+        runtime_tune.extend(quote!(let #var: i32 = config.#field as i32;));
     }
     for dim in kernel.dims() {
         let var = names::dim(dim);
@@ -489,8 +494,7 @@ fn host_function(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStre
         });
     }
     let body = generator.block(&kernel.body)?;
-    Ok(quote! {
-        #prelude
+    let run = quote! {
         let __grid: [usize; 3] = [#(#grid),*];
         // Each grid dim fits i32: try_run_grid rejects larger grids first.
         let __num_programs: [i32; 3] = [__grid[0] as i32, __grid[1] as i32, __grid[2] as i32];
@@ -498,7 +502,54 @@ fn host_function(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStre
             #body
             ::core::result::Result::Ok(())
         })
+    };
+    let dispatch = specialized_dispatch(kernel, &run, &runtime_tune);
+    Ok(quote! {
+        #prelude
+        #dispatch
     })
+}
+
+/// Configs past this many share one generic body with runtime tune values;
+/// the ones before it get a body each (a kernel's code is copied per
+/// specialized config, so the bound keeps build time in check).
+pub(super) const MAX_SPECIALIZED_CONFIGS: usize = 64;
+
+/// The launch body once per config, its tune parameters as constants (so
+/// rustc folds tile dims and unrolls over them), picked by
+/// `__config_index` with one `match` per launch. The specializations
+/// compute what the generic body computes: only where the tune values come
+/// from differs.
+fn specialized_dispatch(
+    kernel: &Kernel,
+    run: &TokenStream,
+    runtime_tune: &TokenStream,
+) -> TokenStream {
+    let configs = kernel.configs();
+    if kernel.tune.is_empty() || configs.is_empty() {
+        return quote!({ #runtime_tune #run });
+    }
+    let specialized = configs.len().min(MAX_SPECIALIZED_CONFIGS);
+    let mut arms = TokenStream::new();
+    for (index, config) in configs.iter().enumerate().take(specialized) {
+        let consts = config.values.iter().map(|(name, value)| {
+            let var = names::tune(name);
+            // Tune values are small positives (the checker bounds them).
+            let value = Literal::i32_suffixed(*value as i32);
+            quote!(const #var: i32 = #value;)
+        });
+        let pattern = if index + 1 == configs.len() {
+            quote!(_)
+        } else {
+            let index = Literal::usize_unsuffixed(index);
+            quote!(#index)
+        };
+        arms.extend(quote!(#pattern => { #(#consts)* #run }));
+    }
+    if specialized < configs.len() {
+        arms.extend(quote!(_ => { #runtime_tune #run }));
+    }
+    quote!(match __config_index { #arms })
 }
 
 fn tensor_elem_type(elem: Elem, param: &Param) -> Result<TokenStream, GenError> {

@@ -10,8 +10,10 @@
 //! the embedded PTX variants and what the GPU runtime needs to launch them.
 //!
 //! Within a program, rank-0 values are plain Rust scalars and everything
-//! else is a `Tile<T>`; tile shapes are computed at run time from the chosen
-//! config, so one generated function serves the whole tune space. A tree of
+//! else is a `Tile<T>`. The program body is emitted once per config (up to
+//! [`launcher::MAX_SPECIALIZED_CONFIGS`]) with the tune parameters as
+//! constants, so rustc folds tile dims; `launch_with` picks the body with
+//! one `match` per launch. A tree of
 //! elementwise ops becomes one loop ([`fuse`]). Every
 //! path in the output goes through `::phobos::__private`, which the facade
 //! crate and phobos-rt (via `extern crate self as phobos`) both provide.

@@ -159,8 +159,9 @@ fn an_elementwise_statement_is_one_loop() {
             "`{op}` should be fused: {out}"
         );
     }
-    // The store's value: one loop over x and z, with s and sum(sq) read once.
-    assert_eq!(out.matches(". collect ()").count(), 1, "{out}");
+    // The store's value: one loop over x and z, with s and sum(sq) read
+    // once, in each of the two configs' bodies.
+    assert_eq!(out.matches(". collect ()").count(), 2, "{out}");
     assert!(out.contains("host :: sum (& l_sq)"), "{out}");
     // `sq += x * x`: one loop over sq, x and x, in place.
     assert!(
@@ -187,4 +188,62 @@ fn print_generated_flash_attention() {
     ))
     .unwrap();
     println!("{}", generated(&text).unwrap());
+}
+
+#[test]
+fn each_config_gets_a_body_with_its_tune_values_as_constants() {
+    let out = generated(GEMM).unwrap();
+    assert!(out.contains("match __config_index"), "{out}");
+    // Config 0 (TM 16) has its own arm; the last config (TM 32) is `_`.
+    assert!(
+        out.contains(
+            "0 => { const t_TM : i32 = 16i32 ; const t_TN : i32 = 16i32 ; const t_TK : i32 = 8i32 ;"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "_ => { const t_TM : i32 = 32i32 ; const t_TN : i32 = 16i32 ; const t_TK : i32 = 8i32 ;"
+        ),
+        "{out}"
+    );
+    // Every arm runs the grid; on the host no tune value is read from the
+    // config (the CUDA branch before it still passes the config along).
+    assert_eq!(out.matches("try_run_grid").count(), 2, "{out}");
+    let host_part = &out[out.find("is_host ()").expect(&out)..];
+    assert!(!host_part.contains("config . TM as i32"), "{out}");
+}
+
+#[test]
+fn configs_past_the_specialization_bound_share_the_generic_body() {
+    let values: Vec<String> = (1..=super::launcher::MAX_SPECIALIZED_CONFIGS + 2)
+        .map(|v| v.to_string())
+        .collect();
+    let text = format!(
+        "@autotune(B in [{}])
+@grid(cdiv(N, B))
+kernel k(X: tensor<f32>[N]) {{
+  X[program_id(0) * B :+ B] = 1.0
+}}",
+        values.join(", ")
+    );
+    let out = generated(&text).unwrap();
+    let bound = super::launcher::MAX_SPECIALIZED_CONFIGS;
+    assert_eq!(out.matches("const t_B : i32").count(), bound, "{out}");
+    assert!(
+        out.contains("_ => { let t_B : i32 = config . B as i32 ;"),
+        "{out}"
+    );
+    assert_eq!(out.matches("try_run_grid").count(), bound + 1, "{out}");
+}
+
+#[test]
+fn a_kernel_without_tune_parameters_has_one_body() {
+    let text = "@grid(1)
+kernel k(X: tensor<f32>[4]) {
+  X[0 :+ 4] = 1.0
+}";
+    let out = generated(text).unwrap();
+    assert!(!out.contains("match __config_index"), "{out}");
+    assert_eq!(out.matches("try_run_grid").count(), 1, "{out}");
 }
