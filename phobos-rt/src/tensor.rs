@@ -19,8 +19,10 @@ pub(crate) enum Storage {
 ///
 /// Views ([`Tensor::strided`], [`Tensor::narrow`], [`Tensor::reshape`])
 /// share the allocation. Writing through one view while a kernel reads
-/// another is allowed and well defined (every host access is atomic), just
-/// as on a GPU; the values seen are then unspecified.
+/// another is allowed and well defined, just as on a GPU; the values seen
+/// are then unspecified. (On the host a kernel reads a tensor nobody writes
+/// with plain, vectorizable loads; a writer that arrives meanwhile waits
+/// for the launch to finish, see `device::host::HostBuffer`.)
 pub struct Tensor<T: Element> {
     storage: Storage,
     shape: Shape,
@@ -202,11 +204,15 @@ impl<T: Element> Tensor<T> {
             return self.cuda_scatter(buffer, data);
         }
         let base = self.host_ptr("copy_from_slice")?;
+        let buffer = self.host_buffer()?;
+        buffer.begin_write();
         self.for_each_offset(|i, at| {
             // SAFETY: every index of the shape is inside the allocation
-            // (checked at construction); all accesses are atomic.
+            // (checked at construction); the write is atomic and no plain
+            // reader is in (`begin_write`).
             unsafe { T::store_relaxed(base.add(at), data[i]) }
         });
+        buffer.end_write();
         Ok(())
     }
 
@@ -259,6 +265,18 @@ impl<T: Element> Tensor<T> {
         match &self.storage {
             Storage::Host(b) => b.len_bytes() / size_of::<T>(),
             Storage::Cuda(b) => b.len_bytes() / size_of::<T>(),
+        }
+    }
+
+    /// The host allocation, or `WrongBackend`.
+    pub(crate) fn host_buffer(&self) -> Result<&HostBuffer> {
+        match &self.storage {
+            Storage::Host(b) => Ok(b),
+            Storage::Cuda(_) => Err(Error::WrongBackend {
+                op: "host access",
+                expected: "host",
+                actual: "cuda",
+            }),
         }
     }
 

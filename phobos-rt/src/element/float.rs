@@ -1,11 +1,14 @@
 //! Transcendental and rounding functions on float elements.
 
 use super::Num;
+use crate::host::math;
 use half::{bf16, f16};
 
 /// Float element types: `f16 bf16 f32 f64`. `f16`/`bf16` compute in `f32`
 /// and round back once.
 ///
+/// - `f32` (and so `f16`/`bf16`) `exp tanh sigmoid silu gelu` are the
+///   polynomials of `host::math` (within 2-4 ulp of libm, stated there).
 /// - `gelu` is the tanh approximation
 ///   `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, the form GPU
 ///   inference kernels use.
@@ -39,10 +42,10 @@ pub trait Float: Num {
 }
 
 macro_rules! prim_float {
-    ($($t:ident),*) => {$(
+    ($($t:ident: $exp:path, $tanh:path, $sigmoid:path, $silu:path, $gelu:path),*) => {$(
         impl Float for $t {
             #[inline(always)]
-            fn exp(self) -> Self { $t::exp(self) }
+            fn exp(self) -> Self { $exp(self) }
             #[inline(always)]
             fn log(self) -> Self { $t::ln(self) }
             #[inline(always)]
@@ -50,18 +53,13 @@ macro_rules! prim_float {
             #[inline(always)]
             fn rsqrt(self) -> Self { 1.0 / $t::sqrt(self) }
             #[inline(always)]
-            fn tanh(self) -> Self { $t::tanh(self) }
+            fn tanh(self) -> Self { $tanh(self) }
             #[inline(always)]
-            fn sigmoid(self) -> Self { 1.0 / (1.0 + $t::exp(-self)) }
+            fn sigmoid(self) -> Self { $sigmoid(self) }
             #[inline(always)]
-            fn silu(self) -> Self { self / (1.0 + $t::exp(-self)) }
+            fn silu(self) -> Self { $silu(self) }
             #[inline(always)]
-            fn gelu(self) -> Self {
-                const SQRT_2_OVER_PI: $t =
-                    std::$t::consts::FRAC_2_SQRT_PI * std::$t::consts::FRAC_1_SQRT_2;
-                let inner = SQRT_2_OVER_PI * (self + 0.044715 * self * self * self);
-                0.5 * self * (1.0 + $t::tanh(inner))
-            }
+            fn gelu(self) -> Self { $gelu(self) }
             #[inline(always)]
             fn floor(self) -> Self { $t::floor(self) }
             #[inline(always)]
@@ -74,7 +72,26 @@ macro_rules! prim_float {
     )*};
 }
 
-prim_float!(f32, f64);
+// f32: branch-free polynomials that vectorize, with the error bounds
+// stated in `host::math`; f64: libm.
+prim_float!(
+    f32: math::exp_f32, math::tanh_f32, math::sigmoid_f32, math::silu_f32, math::gelu_f32,
+    f64: f64::exp, f64::tanh, sigmoid_f64, silu_f64, gelu_f64
+);
+
+fn sigmoid_f64(x: f64) -> f64 {
+    1.0 / (1.0 + f64::exp(-x))
+}
+
+fn silu_f64(x: f64) -> f64 {
+    x / (1.0 + f64::exp(-x))
+}
+
+fn gelu_f64(x: f64) -> f64 {
+    const SQRT_2_OVER_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2;
+    let inner = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x);
+    0.5 * x * (1.0 + f64::tanh(inner))
+}
 
 macro_rules! half_float {
     ($($t:ident),*) => {$(

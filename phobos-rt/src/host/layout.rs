@@ -8,6 +8,21 @@ pub fn full<T: Element>(shape: &[usize], value: T) -> Result<Tile<T>> {
     Tile::full(shape, value)
 }
 
+/// `Ok` when `t` has exactly `shape`, else `ShapeMismatch`: the operands
+/// of a fused elementwise loop (generated code) all have the result's shape.
+pub fn expect_shape<T: Element>(t: &Tile<T>, shape: &[usize]) -> Result<()> {
+    if t.shape() == shape {
+        Ok(())
+    } else {
+        Err(Error::ShapeMismatch {
+            op: "elementwise",
+            lhs: t.shape().to_vec(),
+            rhs: shape.to_vec(),
+            expected: "every operand of a fused elementwise op to have the result's shape",
+        })
+    }
+}
+
 /// A tile of zeros.
 pub fn zeros<T: Element>(shape: &[usize]) -> Result<Tile<T>> {
     Tile::zeros(shape)

@@ -9,10 +9,12 @@
 //!   independent; the order is unspecified.
 //! - Tensor access from programs: [`TensorRead`] (from `&Tensor<T>`) and
 //!   [`TensorWrite`] (from `&mut Tensor<T>`, which can also be read through
-//!   [`Readable`]). Both are `Sync`. Every element access is a relaxed atomic
-//!   of the element's width, so programs racing on an element (the GPU
-//!   allows it) are defined behaviour: the last store wins, and a racing load
-//!   sees one of the stored values.
+//!   [`Readable`]). Both are `Sync`. Every store is a relaxed atomic of the
+//!   element's width, so programs racing on an element (the GPU allows it)
+//!   are defined behaviour: the last store wins, and a racing load sees one
+//!   of the stored values. [`PlainRead`] gives a view of a tensor nobody
+//!   writes during the launch whose rows are read with plain, vectorizable
+//!   loads (generated launchers use it for every read-only parameter).
 //! - Tiles: [`Tile<T>`] is an owned row-major value of rank 0..=4 whose dims
 //!   are runtime values ([`TileShape`] keeps them inline), with at most
 //!   [`MAX_TILE_LEN`] elements. Rank 0 is a scalar; scalars broadcast like
@@ -48,7 +50,10 @@
 //! - Reductions: [`rowsum`] [`rowmax`] [`rowmin`] over the last dim (shape
 //!   `[.., 1]`); [`sum`] [`max`] [`min`] over the whole tile (a scalar).
 //! - Layout and construction: [`transpose`] [`reshape`] [`cumsum`] [`tril`]
-//!   [`broadcast_to`] [`full`] [`zeros`] [`arange`].
+//!   [`broadcast_to`] [`full`] [`zeros`] [`arange`]; [`expect_shape`] checks
+//!   the operands of a fused elementwise loop.
+//! - [`math`]: `f32` `exp tanh sigmoid silu gelu` as vectorizable
+//!   polynomials with stated error bounds (what [`Float`] uses for `f32`).
 //!
 //! Ops that depend on shapes return [`Result`](crate::Result): the compiler
 //! checks shapes statically, but a wrong shape here is an error, never a
@@ -59,6 +64,7 @@ mod dot;
 mod elementwise;
 mod grid;
 mod layout;
+pub mod math;
 pub mod qmatmul;
 mod quant;
 mod reduce;
@@ -75,7 +81,7 @@ pub use elementwise::{
     sub_assign, tanh,
 };
 pub use grid::{GridIndex, run_grid, try_run_grid};
-pub use layout::{arange, cumsum, full, reshape, transpose, tril, zeros};
+pub use layout::{arange, cumsum, expect_shape, full, reshape, transpose, tril, zeros};
 pub use quant::{
     QTile, QuantRead, QuantWrite, dequant, dot_quant_lhs, dot_quant_rhs, dot_t_quant_lhs,
     dot_t_quant_rhs, ggml_partner, ggml_rows, load_quant, qlevels, qscales, store_quant,
@@ -85,6 +91,6 @@ pub use slice::{
     MAX_SLICE_RANK, Slice, atomic_add, atomic_add_scalar, load, load_point, store, store_scalar,
 };
 pub use tile::{MAX_TILE_LEN, MAX_TILE_RANK, Tile, TileShape};
-pub use view::{Readable, TensorRead, TensorWrite};
+pub use view::{PlainRead, Readable, TensorRead, TensorWrite};
 
 pub use crate::element::{Bits, Float, Int, Num};

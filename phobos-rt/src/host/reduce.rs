@@ -2,16 +2,67 @@
 //! tile (`sum max min`). Sums of `f16`/`bf16` accumulate in `f32` and round
 //! once at the end. An empty reduction gives the identity (0, `LOWEST` for
 //! max, `HIGHEST` for min).
+//!
+//! Every reduction runs [`LANES`] partial results side by side (element `i`
+//! goes into partial `i % LANES`), then combines them as a tree: the
+//! partials are independent, so the loop vectorizes instead of waiting on
+//! one accumulator. Integer sums wrap and max/min are order-free, so those
+//! are exact; a float sum is the same sum rounded in another order
+//! (SPEC.md §10: the error bound of any order, `(n - 1) u sum |x|`, holds).
 
 use super::tile::{Tile, TileShape};
 use crate::{Element, Error, Num, Result};
+
+/// Partial results a reduction keeps side by side.
+pub const LANES: usize = 8;
+
+/// `step` folded over `values` in [`LANES`] interleaved partials from
+/// `init`, then the partials combined pairwise (`0+4, 1+5, ..`, then
+/// `0+2, 1+3`, then `0+1`), also with `step`.
+#[inline(always)]
+fn fold_lanes<A: Copy>(values: &[A], init: A, step: impl Fn(A, A) -> A) -> A {
+    let mut partials = [init; LANES];
+    let (chunks, rest) = values.as_chunks::<LANES>();
+    for chunk in chunks {
+        for (p, &x) in partials.iter_mut().zip(chunk) {
+            *p = step(*p, x);
+        }
+    }
+    for (p, &x) in partials.iter_mut().zip(rest) {
+        *p = step(*p, x);
+    }
+    let mut width = LANES / 2;
+    while width > 0 {
+        for i in 0..width {
+            partials[i] = step(partials[i], partials[i + width]);
+        }
+        width /= 2;
+    }
+    partials[0]
+}
+
+/// Sum in the accumulator type `T::Sum` (see [`fold_lanes`]).
+#[inline(always)]
+fn sum_slice<T: Num>(values: &[T]) -> T::Sum {
+    let mut partials = [T::Sum::ZERO; LANES];
+    let (chunks, rest) = values.as_chunks::<LANES>();
+    for chunk in chunks {
+        for (p, &x) in partials.iter_mut().zip(chunk) {
+            *p = Num::add(*p, x.to_sum());
+        }
+    }
+    for (p, &x) in partials.iter_mut().zip(rest) {
+        *p = Num::add(*p, x.to_sum());
+    }
+    fold_lanes(&partials, T::Sum::ZERO, Num::add)
+}
 
 /// Reduces the last dim with `f`, keeping it as extent 1.
 fn reduce_rows<T: Element, A: Copy>(
     op: &'static str,
     t: &Tile<T>,
     init: A,
-    step: impl Fn(A, T) -> A,
+    reduce: impl Fn(&[T]) -> A,
     finish: impl Fn(A) -> T,
 ) -> Result<Tile<T>> {
     let Some((&row_len, outer)) = t.shape().split_last() else {
@@ -32,7 +83,7 @@ fn reduce_rows<T: Element, A: Copy>(
     } else {
         t.as_slice()
             .chunks_exact(row_len)
-            .map(|row| finish(row.iter().fold(init, |a, &x| step(a, x))))
+            .map(|row| finish(reduce(row)))
             .collect()
     };
     Ok(Tile::from_parts(shape, data))
@@ -40,42 +91,40 @@ fn reduce_rows<T: Element, A: Copy>(
 
 /// Sum over the last dim: `[.., N] -> [.., 1]`.
 pub fn rowsum<T: Num>(t: &Tile<T>) -> Result<Tile<T>> {
-    reduce_rows(
-        "rowsum",
-        t,
-        T::Sum::ZERO,
-        |a, x| Num::add(a, x.to_sum()),
-        T::from_sum,
-    )
+    reduce_rows("rowsum", t, T::Sum::ZERO, sum_slice, T::from_sum)
 }
 
 /// Max over the last dim: `[.., N] -> [.., 1]`.
 pub fn rowmax<T: Element>(t: &Tile<T>) -> Result<Tile<T>> {
-    reduce_rows("rowmax", t, T::LOWEST, Element::maximum, |a| a)
+    reduce_rows("rowmax", t, T::LOWEST, max_slice, |a| a)
 }
 
 /// Min over the last dim: `[.., N] -> [.., 1]`.
 pub fn rowmin<T: Element>(t: &Tile<T>) -> Result<Tile<T>> {
-    reduce_rows("rowmin", t, T::HIGHEST, Element::minimum, |a| a)
+    reduce_rows("rowmin", t, T::HIGHEST, min_slice, |a| a)
+}
+
+fn max_slice<T: Element>(values: &[T]) -> T {
+    fold_lanes(values, T::LOWEST, Element::maximum)
+}
+
+fn min_slice<T: Element>(values: &[T]) -> T {
+    fold_lanes(values, T::HIGHEST, Element::minimum)
 }
 
 /// Sum of every element.
 pub fn sum<T: Num>(t: &Tile<T>) -> T {
-    T::from_sum(
-        t.as_slice()
-            .iter()
-            .fold(T::Sum::ZERO, |a, &x| Num::add(a, x.to_sum())),
-    )
+    T::from_sum(sum_slice(t.as_slice()))
 }
 
 /// Max of every element (`LOWEST` when empty).
 pub fn max<T: Element>(t: &Tile<T>) -> T {
-    t.as_slice().iter().fold(T::LOWEST, |a, &x| a.maximum(x))
+    max_slice(t.as_slice())
 }
 
 /// Min of every element (`HIGHEST` when empty).
 pub fn min<T: Element>(t: &Tile<T>) -> T {
-    t.as_slice().iter().fold(T::HIGHEST, |a, &x| a.minimum(x))
+    min_slice(t.as_slice())
 }
 
 #[cfg(test)]
@@ -118,6 +167,34 @@ mod tests {
             rowsum(&Tile::scalar(1.0f32)),
             Err(Error::BadShape { .. })
         ));
+    }
+
+    #[test]
+    fn float_sums_stay_within_the_any_order_bound() {
+        // 1000 values of mixed sign and magnitude: the lane sum differs from
+        // the f64 sum by at most (n - 1) u sum|x|.
+        let data: Vec<f32> = (0..1000)
+            .map(|i| ((i * 7919) % 1000) as f32 * if i % 3 == 0 { -1e-3 } else { 1e-2 })
+            .collect();
+        let exact: f64 = data.iter().map(|&x| f64::from(x)).sum();
+        let magnitude: f64 = data.iter().map(|&x| f64::from(x).abs()).sum();
+        let bound = 999.0 * f64::from(f32::EPSILON) / 2.0 * magnitude;
+        let t = Tile::from_vec(&[1, 1000], data).unwrap();
+        assert!((f64::from(sum(&t)) - exact).abs() <= bound);
+        assert!((f64::from(rowsum(&t).unwrap().as_slice()[0]) - exact).abs() <= bound);
+    }
+
+    #[test]
+    fn nan_is_ignored_by_max_and_min_in_any_lane() {
+        let mut data = vec![f32::NAN; 19];
+        data[13] = -4.0;
+        data[2] = 5.0;
+        let t = Tile::from_vec(&[19], data).unwrap();
+        assert_eq!(max(&t), 5.0);
+        assert_eq!(min(&t), -4.0);
+        // All NaN: the identity, as a left-to-right fold gives.
+        let all_nan = Tile::from_vec(&[9], vec![f32::NAN; 9]).unwrap();
+        assert_eq!(max(&all_nan), f32::NEG_INFINITY);
     }
 
     #[test]

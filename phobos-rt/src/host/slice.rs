@@ -184,10 +184,14 @@ pub fn load<T: Element, V: Readable<T>>(view: &V, slices: &[Slice], other: T) ->
         // Every row is whole and in order: append, no `other` fill first.
         let mut data = Vec::with_capacity(plan.tile.len());
         plan.for_each_row(|row| {
-            data.extend((0..row.hi - row.lo).map(|j| {
-                // SAFETY: `for_each_row` only yields in-bounds coordinates.
-                unsafe { raw.load_at(row.first_elem + j * row.stride) }
-            }));
+            let len = row.hi - row.lo;
+            // SAFETY (both): `for_each_row` only yields in-bounds coordinates.
+            match unsafe { contiguous_row(&raw, &row, len) } {
+                Some(values) => data.extend_from_slice(values),
+                None => data.extend(
+                    (0..len).map(|j| unsafe { raw.load_at(row.first_elem + j * row.stride) }),
+                ),
+            }
             prefetch_next(&row);
         });
         data
@@ -195,15 +199,39 @@ pub fn load<T: Element, V: Readable<T>>(view: &V, slices: &[Slice], other: T) ->
         let mut data = vec![other; plan.tile.len()];
         plan.for_each_row(|row| {
             let dst = &mut data[row.tile_start + row.lo..row.tile_start + row.hi];
-            for (j, slot) in dst.iter_mut().enumerate() {
-                // SAFETY: `for_each_row` only yields in-bounds coordinates.
-                *slot = unsafe { raw.load_at(row.first_elem + j * row.stride) };
+            // SAFETY (both): `for_each_row` only yields in-bounds coordinates.
+            match unsafe { contiguous_row(&raw, &row, dst.len()) } {
+                Some(values) => dst.copy_from_slice(values),
+                None => {
+                    for (j, slot) in dst.iter_mut().enumerate() {
+                        *slot = unsafe { raw.load_at(row.first_elem + j * row.stride) };
+                    }
+                }
             }
             prefetch_next(&row);
         });
         data
     };
     Ok(Tile::from_parts(plan.tile, data))
+}
+
+/// The in-bounds part of `row` as a slice, when the view may read plainly
+/// and the row is contiguous.
+///
+/// # Safety
+/// `row` must come from `for_each_row` of a plan over `raw`, and `len` be
+/// its `hi - lo`.
+#[inline(always)]
+unsafe fn contiguous_row<'v, T: Element>(
+    raw: &'v RawView<'_, T>,
+    row: &Row,
+    len: usize,
+) -> Option<&'v [T]> {
+    if row.stride != 1 {
+        return None;
+    }
+    // SAFETY: the row's `len` elements from `first_elem` are in bounds.
+    unsafe { raw.plain_row(row.first_elem, len) }
 }
 
 /// Loads the single element `view[index]`, or `other` when out of bounds.

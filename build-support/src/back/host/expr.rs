@@ -62,8 +62,12 @@ impl Generator<'_> {
         })
     }
 
-    fn scalar(&self, e: &Expr) -> Result<TokenStream, GenError> {
+    pub(super) fn scalar(&self, e: &Expr) -> Result<TokenStream, GenError> {
         let p = private();
+        let target = e as *const Expr;
+        if let Some((_, code)) = self.overrides.borrow().iter().find(|(at, _)| *at == target) {
+            return Ok(code.clone());
+        }
         let dtype = self.dtype_of(e)?;
         Ok(match &e.kind {
             ExprKind::Int(v) => int_literal(dtype, *v),
@@ -234,6 +238,9 @@ impl Generator<'_> {
     }
 
     fn tile(&self, e: &Expr) -> Result<TokenStream, GenError> {
+        if super::fuse::is_elementwise(e) {
+            return self.fused_tile(e);
+        }
         let p = private();
         if let Elem::Quant(_) = e.elem {
             return self.quant_tile(e);

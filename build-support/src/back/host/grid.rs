@@ -15,8 +15,15 @@ use crate::ir::Kernel;
 /// symbolic dim (from `__dim_<name>`, checked to fit `i32`) under the names
 /// kernel expressions read them by.
 pub fn tune_and_dim_bindings(kernel: &Kernel) -> TokenStream {
-    let p = private();
-    let kernel_name = &kernel.name;
+    let mut out = tune_bindings(kernel);
+    out.extend(dim_bindings(kernel));
+    out
+}
+
+/// `let` statements binding every tune value, read from `config` at run
+/// time (the host launcher's per-config bodies bind them as constants
+/// instead).
+pub fn tune_bindings(kernel: &Kernel) -> TokenStream {
     let mut out = TokenStream::new();
     for tune in &kernel.tune {
         let field = names::public(&tune.name);
@@ -25,6 +32,15 @@ pub fn tune_and_dim_bindings(kernel: &Kernel) -> TokenStream {
         // positives.
         out.extend(quote!(let #var: i32 = config.#field as i32;));
     }
+    out
+}
+
+/// `let` statements binding every symbolic dim from `__dim_<name>`, checked
+/// to fit `i32`.
+pub fn dim_bindings(kernel: &Kernel) -> TokenStream {
+    let p = private();
+    let kernel_name = &kernel.name;
+    let mut out = TokenStream::new();
     for dim in kernel.dims() {
         let var = names::dim(dim);
         let extent = format_ident!("__dim_{}", dim);

@@ -190,6 +190,7 @@ pub fn kernel_module(
         #[allow(
             non_snake_case,
             non_camel_case_types,
+            non_upper_case_globals,
             unused,
             unused_comparisons,
             unused_parens,
@@ -320,7 +321,9 @@ pub fn kernel_module(
                 config: &Config,
                 #(#launcher_args),*
             ) -> #p::Result<()> {
-                if !CONFIGS.contains(config) {
+                let ::core::option::Option::Some(__config_index) =
+                    CONFIGS.iter().position(|__c| __c == config)
+                else {
                     return ::core::result::Result::Err(#p::Error::Backend {
                         backend: device.name(),
                         message: ::std::format!(
@@ -328,7 +331,7 @@ pub fn kernel_module(
                             #kernel_name, config, #kernel_name
                         ),
                     });
-                }
+                };
                 #binding
                 #cuda_fn
                 if !device.is_host() {
@@ -436,33 +439,46 @@ fn dim_binding(kernel: &Kernel) -> TokenStream {
 fn host_function(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStream, GenError> {
     let p = private();
     let mut prelude = TokenStream::new();
+    // Written tensors first: each enters its allocation as a writer, so a
+    // read-only parameter on the same storage (an alias) is then refused
+    // plain reads and reads atomically, and making the plain readers last
+    // means the launch never waits while holding one.
+    let mut written = TokenStream::new();
+    let mut read = TokenStream::new();
     for param in &kernel.params {
         let arg = names::public(&param.name);
         let var = names::param(&param.name);
-        prelude.extend(match &param.kind {
+        match &param.kind {
             ParamKind::Tensor {
                 elem: Elem::Quant(_),
                 written: true,
                 ..
-            } => quote!(let #var = #p::host::QuantWrite::new(#arg)?;),
+            } => written.extend(quote!(let #var = #p::host::QuantWrite::new(#arg)?;)),
             ParamKind::Tensor {
                 elem: Elem::Quant(_),
                 ..
-            } => quote!(let #var = #p::host::QuantRead::new(#arg)?;),
+            } => prelude.extend(quote!(let #var = #p::host::QuantRead::new(#arg)?;)),
             ParamKind::Tensor { written: true, .. } => {
-                quote!(let #var = #p::host::TensorWrite::new(#arg)?;)
+                written.extend(quote!(let #var = #p::host::TensorWrite::new(#arg)?;));
             }
             ParamKind::Tensor { written: false, .. } => {
-                quote!(let #var = #p::host::TensorRead::new(#arg)?;)
+                let guard = format_ident!("__plain_{}", var);
+                read.extend(quote! {
+                    let #guard = #p::host::PlainRead::new(#arg)?;
+                    let #var = #guard.view();
+                });
             }
-            ParamKind::Scalar { .. } => quote!(let #var = #arg;),
-        });
+            ParamKind::Scalar { .. } => prelude.extend(quote!(let #var = #arg;)),
+        }
     }
-    prelude.extend(grid::tune_and_dim_bindings(kernel));
+    prelude.extend(written);
+    prelude.extend(read);
+    // The generic arm's tune values: read from the config at run time.
+    let runtime_tune = grid::tune_bindings(kernel);
+    prelude.extend(grid::dim_bindings(kernel));
     let grid = grid::grid_extents(generator, kernel)?;
     let body = generator.block(&kernel.body)?;
-    Ok(quote! {
-        #prelude
+    let run = quote! {
         let __grid: [usize; 3] = #grid;
         // Each grid dim fits i32: try_run_grid rejects larger grids first.
         let __num_programs: [i32; 3] = [__grid[0] as i32, __grid[1] as i32, __grid[2] as i32];
@@ -470,7 +486,54 @@ fn host_function(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStre
             #body
             ::core::result::Result::Ok(())
         })
+    };
+    let dispatch = specialized_dispatch(kernel, &run, &runtime_tune);
+    Ok(quote! {
+        #prelude
+        #dispatch
     })
+}
+
+/// Configs past this many share one generic body with runtime tune values;
+/// the ones before it get a body each (a kernel's code is copied per
+/// specialized config, so the bound keeps build time in check).
+pub(super) const MAX_SPECIALIZED_CONFIGS: usize = 64;
+
+/// The launch body once per config, its tune parameters as constants (so
+/// rustc folds tile dims and unrolls over them), picked by
+/// `__config_index` with one `match` per launch. The specializations
+/// compute what the generic body computes: only where the tune values come
+/// from differs.
+fn specialized_dispatch(
+    kernel: &Kernel,
+    run: &TokenStream,
+    runtime_tune: &TokenStream,
+) -> TokenStream {
+    let configs = kernel.configs();
+    if kernel.tune.is_empty() || configs.is_empty() {
+        return quote!({ #runtime_tune #run });
+    }
+    let specialized = configs.len().min(MAX_SPECIALIZED_CONFIGS);
+    let mut arms = TokenStream::new();
+    for (index, config) in configs.iter().enumerate().take(specialized) {
+        let consts = config.values.iter().map(|(name, value)| {
+            let var = names::tune(name);
+            // Tune values are small positives (the checker bounds them).
+            let value = Literal::i32_suffixed(*value as i32);
+            quote!(const #var: i32 = #value;)
+        });
+        let pattern = if index + 1 == configs.len() {
+            quote!(_)
+        } else {
+            let index = Literal::usize_unsuffixed(index);
+            quote!(#index)
+        };
+        arms.extend(quote!(#pattern => { #(#consts)* #run }));
+    }
+    if specialized < configs.len() {
+        arms.extend(quote!(_ => { #runtime_tune #run }));
+    }
+    quote!(match __config_index { #arms })
 }
 
 fn tensor_elem_type(elem: Elem, param: &Param) -> Result<TokenStream, GenError> {

@@ -10,14 +10,18 @@
 //! the embedded PTX variants and what the GPU runtime needs to launch them.
 //!
 //! Within a program, rank-0 values are plain Rust scalars and everything
-//! else is a `Tile<T>`; tile shapes are computed at run time from the chosen
-//! config, so one generated function serves the whole tune space. Every
+//! else is a `Tile<T>`. The program body is emitted once per config (up to
+//! [`launcher::MAX_SPECIALIZED_CONFIGS`]) with the tune parameters as
+//! constants, so rustc folds tile dims; `launch_with` picks the body with
+//! one `match` per launch. A tree of
+//! elementwise ops becomes one loop ([`fuse`]). Every
 //! path in the output goes through `::phobos::__private`, which the facade
 //! crate and phobos-rt (via `extern crate self as phobos`) both provide.
 
 pub mod artifact;
 mod cuda_launch;
 mod expr;
+mod fuse;
 mod grid;
 mod launcher;
 mod names;
@@ -28,7 +32,7 @@ mod tile_slice;
 #[cfg(test)]
 mod tests;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use proc_macro2::TokenStream;
 
@@ -111,6 +115,11 @@ pub(crate) struct Generator<'k> {
     kernel: &'k Kernel,
     /// Set when a program slices a local tile, so the module gets the helper.
     uses_tile_slice: Cell<bool>,
+    /// While a fused loop body is generated: the code of each of its leaves
+    /// (by node address), which `scalar` emits instead of the node.
+    overrides: RefCell<Vec<(*const Expr, TokenStream)>>,
+    /// Numbers the names of fused leaves, unique within the kernel.
+    fused_ids: Cell<usize>,
 }
 
 impl<'k> Generator<'k> {
@@ -118,7 +127,15 @@ impl<'k> Generator<'k> {
         Self {
             kernel,
             uses_tile_slice: Cell::new(false),
+            overrides: RefCell::new(Vec::new()),
+            fused_ids: Cell::new(0),
         }
+    }
+
+    fn next_fused_id(&self) -> usize {
+        let id = self.fused_ids.get();
+        self.fused_ids.set(id + 1);
+        id
     }
 
     fn local(&self, id: LocalId, at: &Expr) -> Result<&'k Local, GenError> {

@@ -219,17 +219,73 @@ impl Generator<'_> {
                     })
                 }
                 Step::Elementwise { function, rhs } => {
-                    let (rhs_let, rhs) = self.operand(rhs, local, "__rhs")?;
-                    let function =
-                        proc_macro2::Ident::new(function, proc_macro2::Span::call_site());
-                    quote!({
-                        #rhs_let
-                        #p::host::#function(&mut #name, #rhs)?;
-                    })
+                    self.fused_update(&name, function, rhs, &value.shape)?
                 }
             });
         }
         Ok(Some(out))
+    }
+
+    /// `target[i] = function(target[i], rhs[i])` as one loop, `rhs` fused
+    /// (its leaves read in lockstep with the target; a scalar `rhs` read once).
+    fn fused_update(
+        &self,
+        target: &proc_macro2::Ident,
+        function: &'static str,
+        rhs: &Expr,
+        target_shape: &Shape,
+    ) -> Result<TokenStream, GenError> {
+        let p = private();
+        let op = match function {
+            "add_assign" => quote!(#p::Num::add),
+            "sub_assign" => quote!(#p::Num::sub),
+            "mul_assign" => quote!(#p::Num::mul),
+            "div_assign" => quote!(#p::Num::div),
+            _ => quote!(#p::Element::maximum),
+        };
+        if rhs.is_scalar() {
+            let value = self.expr(rhs)?;
+            return Ok(quote!({
+                let __rhs = #value;
+                for __acc in #target.as_mut_slice().iter_mut() {
+                    *__acc = #op(*__acc, __rhs);
+                }
+            }));
+        }
+        if !super::fuse::is_elementwise(rhs) || rhs.shape != *target_shape {
+            // One tile (or a fused tree of a smaller shape): the library's
+            // in-place op, which broadcasts a smaller tile itself.
+            let function = proc_macro2::Ident::new(function, proc_macro2::Span::call_site());
+            let inner = match &rhs.kind {
+                crate::ir::ExprKind::Broadcast(arg) if !arg.is_scalar() => arg.as_ref(),
+                _ => rhs,
+            };
+            let value = self.tile_ref(inner)?;
+            return Ok(quote!({
+                let __rhs = #value;
+                #p::host::#function(&mut #target, __rhs)?;
+            }));
+        }
+        let fused = self.fuse(rhs)?;
+        let shape_name = proc_macro2::Ident::new("__shape", proc_macro2::Span::call_site());
+        let checks = fused.shape_checks(&shape_name);
+        let (iter, pattern) = fused.zipped(Some((
+            quote!(#target.as_mut_slice().iter_mut()),
+            quote!(__acc),
+        )));
+        let super::fuse::Fused {
+            prelude,
+            body,
+            shape,
+            ..
+        } = &fused;
+        Ok(quote!({
+            #prelude
+            let #shape_name = [#(#shape),*];
+            #checks
+            #p::host::expect_shape(&#target, &#shape_name)?;
+            #iter.for_each(|#pattern| *__acc = #op(*__acc, #body));
+        }))
     }
 
     /// A `&Tile` operand for an in-place update of `target`, plus the `let`

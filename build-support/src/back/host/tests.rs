@@ -135,11 +135,48 @@ fn update_chains_run_in_place_in_order() {
 #[test]
 fn chains_whose_operands_read_the_target_are_not_rewritten() {
     let out = generated(CHAIN).unwrap();
-    // `acc * acc + 1.0` reads acc on the right: computed as a whole.
+    // `acc * acc + 1.0` reads acc on the right: computed as a whole (one
+    // fused loop into a new tile), then assigned.
+    assert!(out.contains("l_acc = {"), "{out}");
+    assert!(!out.contains("host :: add_assign (& mut l_acc"), "{out}");
+}
+
+const ELEMENTWISE: &str = "@autotune(B in [8, 16])
+kernel ew(x: tensor<f32>[N], z: tensor<f32>[N], y: tensor<f32>[N], s: f32) {
+  let i = program_id(0) * B
+  var sq: tile<f32>[B] = 0.0
+  sq += x[i :+ B] * x[i :+ B]
+  y[i :+ B] = exp(x[i :+ B] * s + z[i :+ B]) - sum(sq)
+}";
+
+#[test]
+fn an_elementwise_statement_is_one_loop() {
+    let out = generated(ELEMENTWISE).unwrap();
+    // (`full` remains: it is the `var sq = 0.0` initializer.)
+    for op in ["add", "sub", "mul", "exp", "add_assign"] {
+        assert!(
+            !out.contains(&format!("host :: {op} (")),
+            "`{op}` should be fused: {out}"
+        );
+    }
+    // The store's value: one loop over x and z, with s and sum(sq) read
+    // once, in each of the two configs' bodies.
+    assert_eq!(out.matches(". collect ()").count(), 2, "{out}");
+    assert!(out.contains("host :: sum (& l_sq)"), "{out}");
+    // `sq += x * x`: one loop over sq, x and x, in place.
     assert!(
-        out.contains("l_acc = :: phobos :: __private :: host :: add"),
+        out.contains("l_sq . as_mut_slice () . iter_mut () . zip"),
         "{out}"
     );
+}
+
+#[test]
+fn read_only_tensors_are_read_plainly_after_the_writers_enter() {
+    let out = generated(ELEMENTWISE).unwrap();
+    let write = out.find("TensorWrite :: new (y)").expect(&out);
+    let plain_x = out.find("PlainRead :: new (x)").expect(&out);
+    let plain_z = out.find("PlainRead :: new (z)").expect(&out);
+    assert!(write < plain_x && write < plain_z, "{out}");
 }
 
 #[test]
@@ -151,4 +188,62 @@ fn print_generated_flash_attention() {
     ))
     .unwrap();
     println!("{}", generated(&text).unwrap());
+}
+
+#[test]
+fn each_config_gets_a_body_with_its_tune_values_as_constants() {
+    let out = generated(GEMM).unwrap();
+    assert!(out.contains("match __config_index"), "{out}");
+    // Config 0 (TM 16) has its own arm; the last config (TM 32) is `_`.
+    assert!(
+        out.contains(
+            "0 => { const t_TM : i32 = 16i32 ; const t_TN : i32 = 16i32 ; const t_TK : i32 = 8i32 ;"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "_ => { const t_TM : i32 = 32i32 ; const t_TN : i32 = 16i32 ; const t_TK : i32 = 8i32 ;"
+        ),
+        "{out}"
+    );
+    // Every arm runs the grid; on the host no tune value is read from the
+    // config (the CUDA branch before it still passes the config along).
+    assert_eq!(out.matches("try_run_grid").count(), 2, "{out}");
+    let host_part = &out[out.find("is_host ()").expect(&out)..];
+    assert!(!host_part.contains("config . TM as i32"), "{out}");
+}
+
+#[test]
+fn configs_past_the_specialization_bound_share_the_generic_body() {
+    let values: Vec<String> = (1..=super::launcher::MAX_SPECIALIZED_CONFIGS + 2)
+        .map(|v| v.to_string())
+        .collect();
+    let text = format!(
+        "@autotune(B in [{}])
+@grid(cdiv(N, B))
+kernel k(X: tensor<f32>[N]) {{
+  X[program_id(0) * B :+ B] = 1.0
+}}",
+        values.join(", ")
+    );
+    let out = generated(&text).unwrap();
+    let bound = super::launcher::MAX_SPECIALIZED_CONFIGS;
+    assert_eq!(out.matches("const t_B : i32").count(), bound, "{out}");
+    assert!(
+        out.contains("_ => { let t_B : i32 = config . B as i32 ;"),
+        "{out}"
+    );
+    assert_eq!(out.matches("try_run_grid").count(), bound + 1, "{out}");
+}
+
+#[test]
+fn a_kernel_without_tune_parameters_has_one_body() {
+    let text = "@grid(1)
+kernel k(X: tensor<f32>[4]) {
+  X[0 :+ 4] = 1.0
+}";
+    let out = generated(text).unwrap();
+    assert!(!out.contains("match __config_index"), "{out}");
+    assert_eq!(out.matches("try_run_grid").count(), 1, "{out}");
 }

@@ -4,12 +4,18 @@
 //! columns (zero-padded at ragged edges), both laid out by `k`, so the
 //! micro-kernel streams two contiguous arrays and keeps an `MR x NR` block
 //! of C in registers. With AVX2+FMA, `MR x NR = 6 x 16` uses 12 of the 16
-//! ymm registers for accumulators.
+//! ymm registers for accumulators; with AVX-512, `6 x 32` uses 12 of the 32
+//! zmm registers and twice the work per instruction. Every element of C is
+//! the same fused multiply-add chain over `k` in both, so they agree bit
+//! for bit (the panel width only groups columns).
 
 use crate::Num;
 
 const MR: usize = 6;
+/// Panel width of the AVX2 (and portable) kernel.
 const NR: usize = 16;
+/// Panel width of the AVX-512 kernel.
+const NR_512: usize = 32;
 
 /// `c += a @ b` with plain loops over contiguous rows (LLVM vectorizes the
 /// inner `j` loop); used for every accumulator but `f32`.
@@ -32,18 +38,33 @@ pub(super) fn gemm_f32(c: &mut [f32], a: &[f32], b: &[f32], m: usize, k: usize, 
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU supports the features the function is compiled for.
-        unsafe { gemm_f32_avx2_fma(c, a, b, m, k, n) };
-        return;
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") && n >= NR_512 {
+            // SAFETY: the CPU supports the features the function is compiled for.
+            unsafe { gemm_f32_avx512(c, a, b, m, k, n) };
+            return;
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: as above.
+            unsafe { gemm_f32_avx2_fma(c, a, b, m, k, n) };
+            return;
+        }
     }
-    gemm_f32_packed::<false>(c, a, b, m, k, n);
+    gemm_f32_packed::<false, NR>(c, a, b, m, k, n);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn gemm_f32_avx2_fma(c: &mut [f32], a: &[f32], b: &[f32], m: usize, k: usize, n: usize) {
-    gemm_f32_packed::<true>(c, a, b, m, k, n);
+    gemm_f32_packed::<true, NR>(c, a, b, m, k, n);
+}
+
+/// AVX-512F includes FMA on 512-bit vectors.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+fn gemm_f32_avx512(c: &mut [f32], a: &[f32], b: &[f32], m: usize, k: usize, n: usize) {
+    gemm_f32_packed::<true, NR_512>(c, a, b, m, k, n);
 }
 
 #[inline(always)]
@@ -52,7 +73,7 @@ fn madd<const FMA: bool>(a: f32, b: f32, acc: f32) -> f32 {
 }
 
 #[inline(always)]
-fn gemm_f32_packed<const FMA: bool>(
+fn gemm_f32_packed<const FMA: bool, const NR: usize>(
     c: &mut [f32],
     a: &[f32],
     b: &[f32],
@@ -87,9 +108,9 @@ fn gemm_f32_packed<const FMA: bool>(
         for jp in 0..n.div_ceil(NR) {
             let block = if b_packed.is_empty() {
                 let panel = b.chunks_exact(n).map(|row| row.as_chunks::<NR>().0.get(jp));
-                micro::<FMA>(&a_packed, panel.map(|p| p.unwrap_or(&[0.0; NR])))
+                micro::<FMA, NR>(&a_packed, panel.map(|p| p.unwrap_or(&[0.0; NR])))
             } else {
-                micro::<FMA>(&a_packed, b_packed[jp * k..(jp + 1) * k].iter())
+                micro::<FMA, NR>(&a_packed, b_packed[jp * k..(jp + 1) * k].iter())
             };
             let j0 = jp * NR;
             let cols = NR.min(n - j0);
@@ -104,7 +125,7 @@ fn gemm_f32_packed<const FMA: bool>(
 }
 
 #[inline(always)]
-fn micro<'b, const FMA: bool>(
+fn micro<'b, const FMA: bool, const NR: usize>(
     a_panel: &[[f32; MR]],
     b_panel: impl Iterator<Item = &'b [f32; NR]>,
 ) -> [[f32; NR]; MR] {
@@ -134,6 +155,8 @@ mod tests {
             (13, 1, 33),
             (5, 9, 3),
             (9, 4, 32),
+            (7, 33, 64),
+            (13, 8, 70),
         ] {
             let a: Vec<f32> = (0..m * k).map(|i| (i % 5) as f32 - 2.0).collect();
             let b: Vec<f32> = (0..k * n).map(|i| (i % 7) as f32 - 3.0).collect();
@@ -141,11 +164,17 @@ mod tests {
             let mut want = start.clone();
             gemm_generic(&mut want, &a, &b, m, k, n);
             let mut plain = start.clone();
-            gemm_f32_packed::<false>(&mut plain, &a, &b, m, k, n);
+            gemm_f32_packed::<false, NR>(&mut plain, &a, &b, m, k, n);
             let mut fused = start.clone();
-            gemm_f32_packed::<true>(&mut fused, &a, &b, m, k, n);
+            gemm_f32_packed::<true, NR>(&mut fused, &a, &b, m, k, n);
+            let mut wide = start.clone();
+            gemm_f32_packed::<true, NR_512>(&mut wide, &a, &b, m, k, n);
+            let mut dispatched = start.clone();
+            gemm_f32(&mut dispatched, &a, &b, m, k, n);
             assert_eq!(plain, want, "{m}x{k}x{n}");
             assert_eq!(fused, want, "{m}x{k}x{n}");
+            assert_eq!(wide, want, "{m}x{k}x{n}");
+            assert_eq!(dispatched, want, "{m}x{k}x{n}");
         }
     }
 }
