@@ -180,6 +180,8 @@ fn every_kernel_refuses_arguments_that_disagree_with_its_abi() {
                     };
                     KernelArg::Scalar(other)
                 }
+                // A scalar where the ABI declares quantized blocks.
+                KernelArg::Quant(_) => KernelArg::Scalar(ScalarArg::of(1i64)),
             };
             let err = pack(artifact, variant, &dims, &wrong)
                 .unwrap_err()

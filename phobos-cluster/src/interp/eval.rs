@@ -387,9 +387,9 @@ impl Program<'_> {
                     what: format!("`{}` as a tile", func.name()),
                 });
             }
-            Builtin::Dequant => {
+            Builtin::Dequant | Builtin::QLevels | Builtin::QScales => {
                 return Err(InterpError::Unsupported {
-                    what: "`dequant` (quantized tensors)".into(),
+                    what: format!("`{}` (quantized tensors)", func.name()),
                 });
             }
         })

@@ -12,6 +12,7 @@ fn device_ptr<T: Element>(device: &CudaDevice, tensor: &Tensor<T>) -> Result<u64
     match tensor.cuda_arg(device, true)? {
         KernelArg::Tensor(t) => Ok(t.device_ptr),
         KernelArg::Scalar(_) => bail!("a tensor became a scalar"),
+        KernelArg::Quant(_) => bail!("a float tensor became a quantized one"),
     }
 }
 

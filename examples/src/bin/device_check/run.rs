@@ -96,6 +96,7 @@ fn check_variant(
         match tensor.cuda_arg(device, true)? {
             KernelArg::Tensor(t) => Ok(t.device_ptr),
             KernelArg::Scalar(_) => bail!("tensor {i} packed as a scalar"),
+            KernelArg::Quant(_) => bail!("tensor {i} packed as a quantized tensor"),
         }
     })?;
     let timer = phobos::cuda::EventTimer::new(device)?;
