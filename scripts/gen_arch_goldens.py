@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Tiny random-weight models of every architecture (those phobos runs, and
-qwen35/qwen35moe, which it does not yet), and what llama.cpp computes on
-them (tests/golden/arch/, read by phobos-models/tests/engine_archs.rs).
+"""Tiny random-weight models of every architecture phobos runs (qwen35 and
+qwen35moe with one gated-DeltaNet and one full-attention layer), and what
+llama.cpp computes on them (tests/golden/arch/, read by phobos-models/tests/engine_archs.rs).
 
 For each architecture this writes:
 
@@ -214,7 +214,6 @@ def spec(arch):
 
 
 ARCHES = ["llama", "qwen2", "qwen3", "qwen3moe", "minicpm", "gemma3", "qwen35", "qwen35moe"]
-# Architectures phobos does not run yet: goldens are made, the test skips them.
 
 
 def arch_seed(arch: str) -> int:

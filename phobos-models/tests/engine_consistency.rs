@@ -9,7 +9,7 @@ use engine_common::{temp_dir, tiny_arch_model};
 use phobos_models::engine::{EngineError, LoadOptions, LogitsWanted, Model, SeqInput};
 use phobos_models::quant::GgmlType;
 
-const ARCHS: [&str; 4] = ["gemma3", "llama", "qwen2", "qwen3"];
+const ARCHS: [&str; 5] = ["gemma3", "llama", "qwen2", "qwen3", "qwen35"];
 const PROMPT: [u32; 9] = [1, 40, 77, 200, 13, 99, 250, 7, 31];
 
 /// Every position's logits computed one token at a time.

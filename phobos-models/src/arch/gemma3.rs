@@ -9,7 +9,9 @@
 //! `rope.freq_base` (10000), `rope.freq_base_swa` (10000),
 //! `rope.scaling.factor` (1), `attention.sliding_window` (none),
 //! `attention.sliding_window_pattern` (6: layer `il` is local when
-//! `il % 6 < 5`), `final_logit_softcapping` (none), `context_length`.
+//! `il % 6 < 5`; or an array of per-layer flags, set for local),
+//! `final_logit_softcapping` (none), `context_length`. Head counts and
+//! `feed_forward_length` may be per-layer arrays.
 //! The GGUF norms already hold Gemma's `1 + w`.
 
 use super::attend::{SeqSlot, add_in_place, attend};
@@ -24,6 +26,8 @@ use crate::ops::norm::rms_norm_rows;
 use crate::ops::rope::{Rope, RopeStyle};
 
 struct Layer {
+    n_head: usize,
+    n_head_kv: usize,
     attn_norm: Vec<f32>,
     q: Linear,
     k: Linear,
@@ -43,8 +47,6 @@ struct Layer {
 
 pub struct Gemma3 {
     shape: ModelShape,
-    n_head: usize,
-    n_head_kv: usize,
     head_dim: usize,
     rms_eps: f32,
     rope_global: Rope,
@@ -66,11 +68,15 @@ impl Gemma3 {
         };
         let n_layer = meta.u32("block_count")? as usize;
         let n_embd = meta.u32("embedding_length")? as usize;
-        let n_ff = meta.u32("feed_forward_length")? as usize;
-        let n_head = meta.u32("attention.head_count")? as usize;
-        let n_head_kv = meta.u32_or("attention.head_count_kv", n_head as u32)? as usize;
-        let head_dim =
-            meta.u32_or("attention.key_length", (n_embd / n_head.max(1)) as u32)? as usize;
+        meta.require("feed_forward_length")?;
+        let n_ffs = meta.u32_per_layer("feed_forward_length", n_layer, 0)?;
+        meta.require("attention.head_count")?;
+        let n_heads = meta.u32_per_layer("attention.head_count", n_layer, 0)?;
+        let n_heads_kv = meta.u32_per_layer_or("attention.head_count_kv", &n_heads)?;
+        // llama.cpp sizes the default head (and the 27B's query scale) from
+        // layer 0's head count.
+        let n_head0 = n_heads.first().copied().unwrap_or(1).max(1) as usize;
+        let head_dim = meta.u32_or("attention.key_length", (n_embd / n_head0) as u32)? as usize;
         let rms_eps = meta.f32("attention.layer_norm_rms_epsilon")?;
         let scale = meta.f32_or("rope.scaling.factor", 0.0)?;
         let freq_scale = if scale == 0.0 { 1.0 } else { 1.0 / scale };
@@ -91,10 +97,16 @@ impl Gemma3 {
             0 => None,
             w => Some(w as usize),
         };
-        let pattern = meta.u32_or("attention.sliding_window_pattern", 6)? as usize;
+        // The pattern is a per-layer array of flags (set: local), or a
+        // period (layer `il` local when `il % period < period - 1`).
+        let local_flags = meta.flag_per_layer("attention.sliding_window_pattern", n_layer)?;
+        let pattern = match local_flags {
+            Some(_) => 0,
+            None => meta.u32_or("attention.sliding_window_pattern", 6)? as usize,
+        };
         // Gemma 3 27B scales queries by d / heads, the others by the head dim.
         let attn_scale = if n_layer == 62 {
-            1.0 / ((n_embd / n_head.max(1)) as f32).sqrt()
+            1.0 / ((n_embd / n_head0) as f32).sqrt()
         } else {
             1.0 / (head_dim as f32).sqrt()
         };
@@ -103,11 +115,22 @@ impl Gemma3 {
         let token_embd = Linear::load(gguf, "token_embd.weight", n_embd, n_vocab)?;
         let output = Linear::load_optional(gguf, "output.weight", n_embd, n_vocab)?
             .unwrap_or_else(|| token_embd.clone());
-        let (q_width, kv_width) = (n_head * head_dim, n_head_kv * head_dim);
         let layers = (0..n_layer)
             .map(|il| {
+                let (n_head, n_head_kv, n_ff) = (
+                    n_heads[il] as usize,
+                    n_heads_kv[il] as usize,
+                    n_ffs[il] as usize,
+                );
+                let (q_width, kv_width) = (n_head * head_dim, n_head_kv * head_dim);
                 let name = |t: &str| format!("blk.{il}.{t}.weight");
+                let local = match &local_flags {
+                    Some(flags) => flags[il],
+                    None => pattern == 0 || il % pattern < pattern - 1,
+                };
                 Ok(Layer {
+                    n_head,
+                    n_head_kv,
                     attn_norm: load_vector(gguf, &name("attn_norm"), n_embd)?,
                     q: Linear::load(gguf, &name("attn_q"), n_embd, q_width)?,
                     k: Linear::load(gguf, &name("attn_k"), n_embd, kv_width)?,
@@ -121,7 +144,7 @@ impl Gemma3 {
                     up: Linear::load(gguf, &name("ffn_up"), n_embd, n_ff)?,
                     down: Linear::load(gguf, &name("ffn_down"), n_ff, n_embd)?,
                     post_ffn_norm: load_vector(gguf, &name("post_ffw_norm"), n_embd)?,
-                    local: window.is_some() && (pattern == 0 || il % pattern < pattern - 1),
+                    local: window.is_some() && local,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -131,12 +154,14 @@ impl Gemma3 {
             n_embd,
             n_vocab,
             n_ctx_train: meta.u32_or("context_length", 0)? as usize,
-            kv_widths: vec![(kv_width, kv_width); n_layer],
+            kv_widths: layers
+                .iter()
+                .map(|l| (l.n_head_kv * head_dim, l.n_head_kv * head_dim))
+                .collect(),
+            recurrent_state_lens: vec![(0, 0); n_layer],
         };
         Ok(Gemma3 {
             shape,
-            n_head,
-            n_head_kv,
             head_dim,
             rms_eps,
             rope_global,
@@ -190,8 +215,8 @@ impl Architecture for Gemma3 {
             (&self.rope_global, None)
         };
         let shape = AttentionShape {
-            n_head: self.n_head,
-            n_head_kv: self.n_head_kv,
+            n_head: layer.n_head,
+            n_head_kv: layer.n_head_kv,
             head_dim_k: self.head_dim,
             head_dim_v: self.head_dim,
             window,

@@ -12,7 +12,8 @@
 //!
 //! Metadata (llama.cpp's defaults where absent): `{arch}.block_count`,
 //! `embedding_length`, `feed_forward_length`, `attention.head_count`,
-//! `attention.head_count_kv` (= heads), `attention.key_length` and
+//! `attention.head_count_kv` (= heads; these three may be per-layer
+//! arrays, read per layer), `attention.key_length` and
 //! `value_length` (= d / heads), `attention.layer_norm_rms_epsilon`,
 //! `rope.freq_base` (10000), `rope.dimension_count` (= head dim),
 //! `rope.scaling.factor` (1), `context_length`; qwen3moe also
@@ -35,6 +36,9 @@ use crate::ops::norm::rms_norm_rows;
 use crate::ops::rope::{Rope, RopeStyle};
 
 struct Layer {
+    /// Query and key/value heads of this layer (per-layer metadata arrays).
+    n_head: usize,
+    n_head_kv: usize,
     attn_norm: Vec<f32>,
     q: Linear,
     k: Linear,
@@ -70,8 +74,6 @@ struct Scales {
 
 pub struct LlamaLike {
     shape: ModelShape,
-    n_head: usize,
-    n_head_kv: usize,
     head_dim_k: usize,
     head_dim_v: usize,
     rms_eps: f32,
@@ -88,10 +90,13 @@ impl LlamaLike {
         let meta = Meta { gguf, arch };
         let n_layer = meta.u32("block_count")? as usize;
         let n_embd = meta.u32("embedding_length")? as usize;
-        let n_ff = meta.u32("feed_forward_length")? as usize;
-        let n_head = meta.u32("attention.head_count")? as usize;
-        let n_head_kv = meta.u32_or("attention.head_count_kv", n_head as u32)? as usize;
-        let default_head = (n_embd / n_head.max(1)) as u32;
+        meta.require("feed_forward_length")?;
+        let n_ffs = meta.u32_per_layer("feed_forward_length", n_layer, 0)?;
+        meta.require("attention.head_count")?;
+        let n_heads = meta.u32_per_layer("attention.head_count", n_layer, 0)?;
+        let n_heads_kv = meta.u32_per_layer_or("attention.head_count_kv", &n_heads)?;
+        // llama.cpp sizes the default head from layer 0's head count.
+        let default_head = n_embd as u32 / n_heads.first().copied().unwrap_or(1).max(1);
         let head_dim_k = meta.u32_or("attention.key_length", default_head)? as usize;
         let head_dim_v = meta.u32_or("attention.value_length", default_head)? as usize;
         let rms_eps = meta.f32("attention.layer_norm_rms_epsilon")?;
@@ -110,11 +115,6 @@ impl LlamaLike {
         let token_embd = Linear::load(gguf, "token_embd.weight", n_embd, n_vocab)?;
         let output = Linear::load_optional(gguf, "output.weight", n_embd, n_vocab)?
             .unwrap_or_else(|| token_embd.clone());
-        let (q_width, k_width, v_width) = (
-            n_head * head_dim_k,
-            n_head_kv * head_dim_k,
-            n_head_kv * head_dim_v,
-        );
         let qk_norms = arch == "qwen3" || arch == "qwen3moe";
         let experts = if arch == "qwen3moe" {
             let n_expert = meta.u32("expert_count")? as usize;
@@ -125,8 +125,10 @@ impl LlamaLike {
                     reason: format!("{n_used} experts used of {n_expert}: need 0 < used <= count"),
                 });
             }
-            let n_ff_exp =
-                meta.u32_or("expert_feed_forward_length", (n_ff / n_used) as u32)? as usize;
+            let n_ff_exp = meta.u32_or(
+                "expert_feed_forward_length",
+                n_ffs.first().copied().unwrap_or(0) / n_used as u32,
+            )? as usize;
             let routing = Routing {
                 n_expert_used: n_used,
                 normalize: true,
@@ -154,6 +156,16 @@ impl LlamaLike {
         };
         let layers = (0..n_layer)
             .map(|il| {
+                let (n_head, n_head_kv, n_ff) = (
+                    n_heads[il] as usize,
+                    n_heads_kv[il] as usize,
+                    n_ffs[il] as usize,
+                );
+                let (q_width, k_width, v_width) = (
+                    n_head * head_dim_k,
+                    n_head_kv * head_dim_k,
+                    n_head_kv * head_dim_v,
+                );
                 let name = |t: &str| format!("blk.{il}.{t}.weight");
                 let bias =
                     |t: &str, len| load_vector_optional(gguf, &format!("blk.{il}.{t}.bias"), len);
@@ -165,6 +177,8 @@ impl LlamaLike {
                     }
                 };
                 Ok(Layer {
+                    n_head,
+                    n_head_kv,
                     attn_norm: load_vector(gguf, &name("attn_norm"), n_embd)?,
                     q: Linear::load(gguf, &name("attn_q"), n_embd, q_width)?,
                     k: Linear::load(gguf, &name("attn_k"), n_embd, k_width)?,
@@ -200,12 +214,14 @@ impl LlamaLike {
             n_embd,
             n_vocab,
             n_ctx_train: meta.u32_or("context_length", 0)? as usize,
-            kv_widths: vec![(k_width, v_width); n_layer],
+            kv_widths: layers
+                .iter()
+                .map(|l| (l.n_head_kv * head_dim_k, l.n_head_kv * head_dim_v))
+                .collect(),
+            recurrent_state_lens: vec![(0, 0); n_layer],
         };
         Ok(LlamaLike {
             shape,
-            n_head,
-            n_head_kv,
             head_dim_k,
             head_dim_v,
             rms_eps,
@@ -273,8 +289,8 @@ impl Architecture for LlamaLike {
             rms_norm_rows(&mut k, kn, self.rms_eps);
         }
         let shape = AttentionShape {
-            n_head: self.n_head,
-            n_head_kv: self.n_head_kv,
+            n_head: layer.n_head,
+            n_head_kv: layer.n_head_kv,
             head_dim_k: self.head_dim_k,
             head_dim_v: self.head_dim_v,
             window: None,

@@ -6,13 +6,23 @@ pub(crate) mod experts;
 pub mod gemma3;
 pub(crate) mod hparams;
 pub mod llama;
+pub mod qwen35;
 
 use crate::engine::{EngineError, Result};
 use crate::gguf::Gguf;
 use attend::SeqSlot;
 
 /// Architectures this engine runs (`general.architecture`).
-pub const SUPPORTED: &[&str] = &["gemma3", "llama", "minicpm", "qwen2", "qwen3", "qwen3moe"];
+pub const SUPPORTED: &[&str] = &[
+    "gemma3",
+    "llama",
+    "minicpm",
+    "qwen2",
+    "qwen3",
+    "qwen35",
+    "qwen35moe",
+    "qwen3moe",
+];
 
 /// Shape facts every architecture has.
 #[derive(Debug, Clone)]
@@ -24,6 +34,9 @@ pub struct ModelShape {
     pub n_ctx_train: usize,
     /// Widths of one cached position of each layer: keys, values.
     pub kv_widths: Vec<(usize, usize)>,
+    /// Floats of one sequence's recurrent state in each layer: the conv
+    /// state and the DeltaNet state ((0, 0) for attention layers).
+    pub recurrent_state_lens: Vec<(usize, usize)>,
 }
 
 /// A loaded architecture: embeds tokens, runs one layer over a batch,
@@ -46,6 +59,7 @@ pub(crate) fn load(gguf: &Gguf) -> Result<Box<dyn Architecture>> {
         "llama" | "qwen2" | "qwen3" | "qwen3moe" | "minicpm" => {
             Ok(Box::new(llama::LlamaLike::load(gguf, arch)?))
         }
+        "qwen35" | "qwen35moe" => Ok(Box::new(qwen35::Qwen35::load(gguf, arch)?)),
         other => Err(EngineError::UnknownArch {
             arch: other.to_owned(),
             supported: SUPPORTED.join(", "),

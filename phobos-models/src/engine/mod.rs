@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use error::{EngineError, Result};
 pub use footprint::Footprint;
-pub use session::Session;
+pub use session::{MAX_CHECKPOINTS, Session};
 
 use crate::arch::attend::SeqSlot;
 use crate::arch::{self, Architecture, ModelShape};
@@ -174,12 +174,13 @@ impl Model {
                 n_ctx_train: train,
             });
         }
-        Ok(Session {
-            model_id: self.id,
+        let shape = self.arch.shape();
+        Ok(Session::new(
+            self.id,
             n_ctx,
-            tokens: Vec::new(),
-            kv: vec![Default::default(); self.arch.shape().n_layer],
-        })
+            shape.n_layer,
+            &shape.recurrent_state_lens,
+        ))
     }
 
     /// Runs every sequence's new tokens through the model as one batch
@@ -214,9 +215,22 @@ impl Model {
                 });
             }
         }
+        // A session whose recurrent state was rewound to a checkpoint first
+        // replays the tokens after it (no logits): see `Session::truncate`.
+        let replays: Vec<usize> = batch
+            .iter()
+            .map(|s| s.session.pending_replay().len())
+            .collect();
         let all_tokens: Vec<u32> = batch
             .iter()
-            .flat_map(|s| s.tokens.iter().copied())
+            .flat_map(|s| {
+                s.session
+                    .pending_replay()
+                    .iter()
+                    .chain(s.tokens)
+                    .copied()
+                    .collect::<Vec<_>>()
+            })
             .collect();
         let d = shape.n_embd;
         let mut x = vec![0f32; all_tokens.len() * d];
@@ -226,21 +240,24 @@ impl Model {
         let mut logit_rows = Vec::new();
         let mut row0 = 0;
         let mut slots: Vec<SeqSlot<'_>> = Vec::with_capacity(batch.len());
-        for input in batch.iter_mut() {
+        let mut held = Vec::with_capacity(batch.len());
+        for (input, &replay) in batch.iter_mut().zip(&replays) {
             let n = input.tokens.len();
+            let first = row0 + replay;
             match input.logits {
                 LogitsWanted::None => {}
-                LogitsWanted::Last if n > 0 => logit_rows.push(row0 + n - 1),
+                LogitsWanted::Last if n > 0 => logit_rows.push(first + n - 1),
                 LogitsWanted::Last => {}
-                LogitsWanted::All => logit_rows.extend(row0..row0 + n),
+                LogitsWanted::All => logit_rows.extend(first..first + n),
             }
+            held.push(input.session.len());
             slots.push(SeqSlot {
                 row0,
-                n_tokens: n,
-                pos0: input.session.len(),
+                n_tokens: replay + n,
+                pos0: input.session.len() - replay,
                 session: input.session,
             });
-            row0 += n;
+            row0 += replay + n;
         }
         if all_tokens.is_empty() {
             return Ok(vec![Vec::new(); batch.len()]);
@@ -248,16 +265,26 @@ impl Model {
         let result = (0..shape.n_layer)
             .try_for_each(|il| self.arch.layer(&self.gguf, il, &mut x, &mut slots));
         if let Err(e) = result {
-            for slot in &mut slots {
-                slot.session.truncate(slot.pos0);
+            // Keys and values past the held tokens are dropped; recurrent
+            // layers may have advanced, so their state is rewound to a
+            // checkpoint and the held tokens replay next time.
+            for (slot, &n_held) in slots.iter_mut().zip(&held) {
+                for layer in &mut slot.session.kv {
+                    layer.truncate(n_held);
+                }
+                if slot.session.has_recurrent() {
+                    slot.session.rewind_recurrent(slot.pos0);
+                }
             }
             return Err(e);
         }
         for slot in slots.iter_mut() {
             let start = slot.row0;
+            slot.session.tokens.truncate(slot.pos0);
             slot.session
                 .tokens
                 .extend_from_slice(&all_tokens[start..start + slot.n_tokens]);
+            slot.session.commit_recurrent(slot.n_tokens);
         }
         let mut hidden: Vec<f32> = logit_rows
             .iter()

@@ -1,5 +1,6 @@
 //! The engine's ops: quantized matmul, norms, RoPE, attention over a KV
-//! cache, softmax and the gated activations.
+//! cache, softmax, the gated activations, and the short causal convolution
+//! and gated delta rule of linear-attention (DeltaNet) layers.
 //!
 //! Each op is one function over host slices. The bodies are plain host
 //! paths for now (the kernel-language versions and the fast quantized
@@ -8,6 +9,8 @@
 
 pub mod activation;
 pub mod attention;
+pub mod conv;
+pub mod deltanet;
 pub mod matmul;
 pub mod moe;
 pub mod norm;

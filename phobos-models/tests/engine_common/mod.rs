@@ -67,7 +67,7 @@ fn tensor(
     w.add_tensor(name, dims, ty, bytes).unwrap();
 }
 
-/// Writes a tiny `arch` model (gemma3, llama, qwen2, qwen3) to `dir`;
+/// Writes a tiny `arch` model (gemma3, llama, qwen2, qwen3, qwen35) to `dir`;
 /// `skip` leaves one tensor out, `matrix_type` is the weights' format.
 pub fn tiny_arch_model(
     dir: &Path,
@@ -93,6 +93,20 @@ pub fn tiny_arch_model(
     w.add(&key("attention.layer_norm_rms_epsilon"), 1e-6f32)
         .unwrap();
     w.add(&key("rope.freq_base"), 10000.0f32).unwrap();
+    if arch == "qwen35" {
+        // Layer 0 gated DeltaNet (2 key heads, 4 value heads of 16), layer 1
+        // gated attention.
+        w.add(&key("full_attention_interval"), 2u32).unwrap();
+        w.add(&key("rope.dimension_count"), HEAD_DIM as u32)
+            .unwrap();
+        w.add_array(&key("rope.dimension_sections"), vec![4i32, 2, 2, 0])
+            .unwrap();
+        w.add(&key("ssm.conv_kernel"), 4u32).unwrap();
+        w.add(&key("ssm.state_size"), 16u32).unwrap();
+        w.add(&key("ssm.group_count"), 2u32).unwrap();
+        w.add(&key("ssm.time_step_rank"), 4u32).unwrap();
+        w.add(&key("ssm.inner_size"), 64u32).unwrap();
+    }
     if arch == "gemma3" {
         w.add(&key("attention.sliding_window"), 4u32).unwrap();
         w.add(&key("attention.sliding_window_pattern"), 2u32)
@@ -122,6 +136,10 @@ pub fn tiny_arch_model(
             tensors.push((format!("blk.{il}.{name}"), dims, ty, scale, offset));
         };
         add("attn_norm.weight", vec![d], GgmlType::F32, 0.2, 1.0);
+        if arch == "qwen35" {
+            qwen35_layer(il, &mut add, matrix_type);
+            continue;
+        }
         add("attn_q.weight", vec![d, q], matrix_type, 0.3, 0.0);
         add("attn_k.weight", vec![d, kv], matrix_type, 0.3, 0.0);
         add("attn_v.weight", vec![d, kv], matrix_type, 0.3, 0.0);
@@ -192,6 +210,62 @@ pub fn tiny_arch_model(
     let path = dir.join(format!("tiny-{arch}.gguf"));
     w.write_file(&path).unwrap();
     path
+}
+
+/// A qwen35 block's tensors after `attn_norm`: layer 0 linear attention,
+/// layer 1 gated full attention; `post_attention_norm` and a SwiGLU FFN.
+fn qwen35_layer(il: usize, add: &mut dyn FnMut(&str, Vec<u64>, GgmlType, f32, f32), ty: GgmlType) {
+    let (d, n_ff) = (N_EMBD as u64, N_FF as u64);
+    if il == 0 {
+        let (key_dim, value_dim, n_v) = (32u64, 64u64, 4u64);
+        let channels = 2 * key_dim + value_dim;
+        add("attn_qkv.weight", vec![d, channels], ty, 0.3, 0.0);
+        add("attn_gate.weight", vec![d, value_dim], ty, 0.3, 0.0);
+        add(
+            "ssm_conv1d.weight",
+            vec![4, channels],
+            GgmlType::F32,
+            0.5,
+            0.0,
+        );
+        add("ssm_dt.bias", vec![n_v], GgmlType::F32, 0.5, 0.0);
+        // ssm_a holds -exp(A_log): negative.
+        add("ssm_a", vec![n_v], GgmlType::F32, 0.5, -1.0);
+        add("ssm_beta.weight", vec![d, n_v], ty, 0.3, 0.0);
+        add("ssm_alpha.weight", vec![d, n_v], ty, 0.3, 0.0);
+        add("ssm_norm.weight", vec![16], GgmlType::F32, 0.2, 1.0);
+        add("ssm_out.weight", vec![value_dim, d], ty, 0.3, 0.0);
+    } else {
+        let (q, kv) = ((N_HEAD * HEAD_DIM) as u64, (N_HEAD_KV * HEAD_DIM) as u64);
+        add("attn_q.weight", vec![d, 2 * q], ty, 0.3, 0.0);
+        add("attn_k.weight", vec![d, kv], ty, 0.3, 0.0);
+        add("attn_v.weight", vec![d, kv], ty, 0.3, 0.0);
+        add(
+            "attn_q_norm.weight",
+            vec![HEAD_DIM as u64],
+            GgmlType::F32,
+            0.2,
+            1.0,
+        );
+        add(
+            "attn_k_norm.weight",
+            vec![HEAD_DIM as u64],
+            GgmlType::F32,
+            0.2,
+            1.0,
+        );
+        add("attn_output.weight", vec![q, d], ty, 0.3, 0.0);
+    }
+    add(
+        "post_attention_norm.weight",
+        vec![d],
+        GgmlType::F32,
+        0.2,
+        1.0,
+    );
+    add("ffn_gate.weight", vec![d, n_ff], ty, 0.3, 0.0);
+    add("ffn_up.weight", vec![d, n_ff], ty, 0.3, 0.0);
+    add("ffn_down.weight", vec![n_ff, d], ty, 0.3, 0.0);
 }
 
 /// A fresh directory under the target's temp space for one test.
