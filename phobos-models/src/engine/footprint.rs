@@ -24,6 +24,10 @@ pub struct Footprint {
     pub weights_copied_bytes: u64,
     /// KV cache per cached token (f16 keys and values, every layer).
     pub kv_bytes_per_token: u64,
+    /// One session's recurrent state (f32 conv and DeltaNet states of the
+    /// linear-attention layers; 0 for models without them). Each of a
+    /// session's checkpoints (at most `MAX_CHECKPOINTS`) holds as much again.
+    pub recurrent_bytes_per_session: u64,
     /// f32 activations a forward pass holds per batch row at its peak, an
     /// upper bound: the residual, one normed copy and every projection of
     /// one layer.
@@ -61,6 +65,11 @@ impl Model {
             weights_resident_bytes: resident_tensor_bytes(gguf),
             weights_copied_bytes,
             kv_bytes_per_token: self.kv_bytes_per_token() as u64,
+            recurrent_bytes_per_session: shape
+                .recurrent_state_lens
+                .iter()
+                .map(|&(conv, ssm)| (conv + ssm) as u64 * 4)
+                .sum(),
             scratch_bytes_per_row: row_floats * 4,
             logits_bytes_per_row: shape.n_vocab as u64 * 4,
         }

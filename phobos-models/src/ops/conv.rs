@@ -26,11 +26,7 @@ pub fn causal_conv1d(
     kernel: usize,
     out: &mut [f32],
 ) {
-    let channels = if kernel == 0 {
-        0
-    } else {
-        weights.len() / kernel
-    };
+    let channels = weights.len().checked_div(kernel).unwrap_or(0);
     if channels == 0 {
         return;
     }

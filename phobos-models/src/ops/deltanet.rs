@@ -163,9 +163,9 @@ mod tests {
                         b * (at(v, n_v, h, j) - sk)
                     })
                     .collect();
-                for i in 0..d {
-                    for j in 0..d {
-                        s[i][j] += at(k, n_k, hk, i) * delta[j];
+                for (i, row) in s.iter_mut().enumerate() {
+                    for (x, dj) in row.iter_mut().zip(&delta) {
+                        *x += at(k, n_k, hk, i) * dj;
                     }
                 }
                 for j in 0..d {

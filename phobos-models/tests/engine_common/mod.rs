@@ -99,7 +99,7 @@ pub fn tiny_arch_model(
         w.add(&key("full_attention_interval"), 2u32).unwrap();
         w.add(&key("rope.dimension_count"), HEAD_DIM as u32)
             .unwrap();
-        w.add_array(&key("rope.dimension_sections"), vec![4i32, 2, 2, 0])
+        w.add_array(&key("rope.dimension_sections"), vec![3i32, 3, 2, 0])
             .unwrap();
         w.add(&key("ssm.conv_kernel"), 4u32).unwrap();
         w.add(&key("ssm.state_size"), 16u32).unwrap();
@@ -214,7 +214,10 @@ pub fn tiny_arch_model(
 
 /// A qwen35 block's tensors after `attn_norm`: layer 0 linear attention,
 /// layer 1 gated full attention; `post_attention_norm` and a SwiGLU FFN.
-fn qwen35_layer(il: usize, add: &mut dyn FnMut(&str, Vec<u64>, GgmlType, f32, f32), ty: GgmlType) {
+/// Records one tensor: name, dims, format, value scale and offset.
+type AddTensor<'a> = dyn FnMut(&str, Vec<u64>, GgmlType, f32, f32) + 'a;
+
+fn qwen35_layer(il: usize, add: &mut AddTensor<'_>, ty: GgmlType) {
     let (d, n_ff) = (N_EMBD as u64, N_FF as u64);
     if il == 0 {
         let (key_dim, value_dim, n_v) = (32u64, 64u64, 4u64);

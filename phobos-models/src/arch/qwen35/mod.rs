@@ -81,7 +81,7 @@ enum Ffn {
         down: Linear,
     },
     Experts {
-        moe: MoeFfn,
+        moe: Box<MoeFfn>,
         shared: SharedExpert,
     },
 }
@@ -176,7 +176,7 @@ impl Qwen35 {
             .filter(|&s| s != 0.0)
             .unwrap_or(1.0 / (head_dim as f32).sqrt());
         let n_rot = meta.u32_or("rope.dimension_count", head_dim as u32)? as usize;
-        if n_rot > head_dim || n_rot % 2 != 0 {
+        if n_rot > head_dim || !n_rot.is_multiple_of(2) {
             return Err(bad(
                 format!("{arch}.rope.dimension_count"),
                 format!("{n_rot} rotary dims for heads of {head_dim}"),
@@ -239,7 +239,9 @@ impl Qwen35 {
                 };
                 let ffn = match &experts {
                     Some((n_expert, n_ff_exp, n_ff_shexp, routing)) => Ffn::Experts {
-                        moe: MoeFfn::load(gguf, il, n_embd, *n_ff_exp, *n_expert, *routing)?,
+                        moe: Box::new(MoeFfn::load(
+                            gguf, il, n_embd, *n_ff_exp, *n_expert, *routing,
+                        )?),
                         shared: SharedExpert {
                             gate_inp: load_vector(gguf, &name("ffn_gate_inp_shexp"), n_embd)?,
                             gate: Linear::load(gguf, &name("ffn_gate_shexp"), n_embd, *n_ff_shexp)?,
@@ -351,7 +353,7 @@ fn deltanet_dims(meta: &Meta<'_>, arch: &str) -> Result<DeltaNetDims> {
     let d_state = meta.u32("ssm.state_size")? as usize;
     let n_k_heads = meta.u32("ssm.group_count")? as usize;
     let n_v_heads = meta.u32("ssm.time_step_rank")? as usize;
-    if d_conv == 0 || d_state == 0 || n_k_heads == 0 || n_v_heads % n_k_heads != 0 {
+    if d_conv == 0 || d_state == 0 || n_k_heads == 0 || !n_v_heads.is_multiple_of(n_k_heads) {
         return Err(bad(
             format!("{arch}.ssm.group_count"),
             format!(
