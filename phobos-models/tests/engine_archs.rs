@@ -586,3 +586,85 @@ fn unknown_architecture_is_an_error_listing_the_supported_ones() {
     }
     assert!(text.contains("nosucharch"), "{text}");
 }
+
+/// `gguf` with some metadata keys replaced (tensors unchanged).
+fn with_metadata(gguf: &Gguf, overrides: &[(&str, Value)]) -> Gguf {
+    let mut w = GgufWriter::new();
+    for (key, value) in gguf.metadata() {
+        let value = overrides
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map_or(value, |(_, v)| v);
+        w.add(key, value.clone()).unwrap();
+    }
+    for view in gguf.tensor_views() {
+        w.add_tensor(
+            &view.info.name,
+            &view.info.dims,
+            view.info.ty,
+            view.data.to_vec(),
+        )
+        .unwrap();
+    }
+    Gguf::from_vec(w.to_bytes()).unwrap()
+}
+
+#[test]
+fn per_layer_metadata_arrays_are_read_per_layer() {
+    use phobos_models::gguf::Array;
+    // The gemma3 golden model: sliding-window period 2 (layer 0 local,
+    // layer 1 global), 4 heads over 2 KV heads in both layers.
+    let Some((gguf, golden)) = build_gguf("gemma3", None) else {
+        return;
+    };
+    let ids = &golden.prompts[0].ids;
+    let logits_of = |g: Gguf| {
+        let model = Model::from_gguf(g, LoadOptions::default()).unwrap();
+        all_logits(&model, ids)
+    };
+    let flags = |f: [bool; 2]| Value::Array(Array::Bool(f.to_vec()));
+    let base = logits_of(with_metadata(&gguf, &[]));
+    // The same schedule and heads written as per-layer arrays.
+    let arrays = logits_of(with_metadata(
+        &gguf,
+        &[
+            (
+                "gemma3.attention.sliding_window_pattern",
+                flags([true, false]),
+            ),
+            (
+                "gemma3.attention.head_count",
+                Value::Array(Array::U32(vec![4, 4])),
+            ),
+            (
+                "gemma3.attention.head_count_kv",
+                Value::Array(Array::U32(vec![2, 2])),
+            ),
+        ],
+    ));
+    assert_eq!(arrays, base);
+    // Each flag counts for its own layer: making layer 0 global (the prompt
+    // is longer than the window of 4) or layer 1 local changes the logits.
+    for f in [[false, false], [true, true]] {
+        let other = logits_of(with_metadata(
+            &gguf,
+            &[("gemma3.attention.sliding_window_pattern", flags(f))],
+        ));
+        assert_ne!(other, base, "pattern {f:?}");
+    }
+    // A per-layer array of the wrong length is refused by name.
+    let bad = with_metadata(
+        &gguf,
+        &[(
+            "gemma3.attention.head_count",
+            Value::Array(Array::U32(vec![4, 4, 4])),
+        )],
+    );
+    let err = Model::from_gguf(bad, LoadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("gemma3.attention.head_count") && err.contains("3 entries"),
+        "{err}"
+    );
+}
