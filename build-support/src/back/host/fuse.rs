@@ -182,10 +182,9 @@ impl Fused {
 /// with none at all, `empty` and the pattern `_`.
 fn zip_all(
     first: Option<(TokenStream, TokenStream)>,
-    rest: impl Iterator<Item = (TokenStream, TokenStream)>,
+    mut rest: impl Iterator<Item = (TokenStream, TokenStream)>,
     empty: TokenStream,
 ) -> (TokenStream, TokenStream) {
-    let mut rest = rest.peekable();
     let (mut iter, mut pattern) = match first.or_else(|| rest.next()) {
         Some(pair) => pair,
         None => (empty, quote!(_)),
