@@ -135,13 +135,11 @@ pub fn give<T>(data: Vec<T>) {
             None
         })
         // The thread is exiting: its list is gone, free the buffer here.
-        .unwrap_or_else(|_| {
-            Some(Buffer {
-                ptr,
-                bytes,
-                align: align_of::<T>(),
-            })
-        });
+        .unwrap_or(Some(Buffer {
+            ptr,
+            bytes,
+            align: align_of::<T>(),
+        }));
     if let Some(buffer) = refused {
         free(buffer);
     }
