@@ -94,14 +94,16 @@ pub fn broadcast_to<T: Element>(t: &Tile<T>, shape: &[usize]) -> Result<Tile<T>>
         return Ok(t.clone());
     }
     let src = t.as_slice();
-    let mut data = Vec::with_capacity(out.len());
+    let mut data = super::arena::take(out.len());
     walk(out, [t.tile_shape()], |[i]| data.push(src[i]));
     Ok(Tile::from_parts(out, data))
 }
 
 /// `f` applied to every element.
 pub(crate) fn map<A: Element, R: Element>(a: &Tile<A>, f: impl Fn(A) -> R) -> Tile<R> {
-    Tile::from_parts(a.tile_shape(), a.as_slice().iter().map(|&x| f(x)).collect())
+    let mut data = super::arena::take(a.len());
+    data.extend(a.as_slice().iter().map(|&x| f(x)));
+    Tile::from_parts(a.tile_shape(), data)
 }
 
 /// `f` applied elementwise after broadcasting `a` and `b`.
@@ -113,23 +115,22 @@ pub(crate) fn zip_with<A: Element, B: Element, R: Element>(
 ) -> Result<Tile<R>> {
     let (xs, ys) = (a.as_slice(), b.as_slice());
     if a.shape() == b.shape() {
-        let data = xs.iter().zip(ys).map(|(&x, &y)| f(x, y)).collect();
+        let mut data = super::arena::take(xs.len());
+        data.extend(xs.iter().zip(ys).map(|(&x, &y)| f(x, y)));
         return Ok(Tile::from_parts(a.tile_shape(), data));
     }
     let out = broadcast_shapes_for(op, a.shape(), b.shape())?;
     if let ([y], true) = (ys, out == a.tile_shape()) {
-        return Ok(Tile::from_parts(
-            out,
-            xs.iter().map(|&x| f(x, *y)).collect(),
-        ));
+        let mut data = super::arena::take(xs.len());
+        data.extend(xs.iter().map(|&x| f(x, *y)));
+        return Ok(Tile::from_parts(out, data));
     }
     if let ([x], true) = (xs, out == b.tile_shape()) {
-        return Ok(Tile::from_parts(
-            out,
-            ys.iter().map(|&y| f(*x, y)).collect(),
-        ));
+        let mut data = super::arena::take(ys.len());
+        data.extend(ys.iter().map(|&y| f(*x, y)));
+        return Ok(Tile::from_parts(out, data));
     }
-    let mut data = Vec::with_capacity(out.len());
+    let mut data = super::arena::take(out.len());
     walk(out, [a.tile_shape(), b.tile_shape()], |[i, j]| {
         data.push(f(xs[i], ys[j]))
     });
@@ -147,7 +148,7 @@ pub(crate) fn zip3_with<A: Element, B: Element, C: Element, R: Element>(
     let ab = broadcast_shapes_for(op, a.shape(), b.shape())?;
     let out = broadcast_shapes_for(op, ab.dims(), c.shape())?;
     let (xs, ys, zs) = (a.as_slice(), b.as_slice(), c.as_slice());
-    let mut data = Vec::with_capacity(out.len());
+    let mut data = super::arena::take(out.len());
     walk(
         out,
         [a.tile_shape(), b.tile_shape(), c.tile_shape()],

@@ -53,7 +53,7 @@ fn require_rank2<T: Element>(op: &'static str, t: &Tile<T>) -> Result<(usize, us
 pub fn transpose<T: Element>(t: &Tile<T>) -> Result<Tile<T>> {
     let (rows, cols) = require_rank2("transpose", t)?;
     let src = t.as_slice();
-    let mut data = Vec::with_capacity(src.len());
+    let mut data = super::arena::take(src.len());
     for c in 0..cols {
         data.extend((0..rows).map(|r| src[r * cols + c]));
     }
@@ -72,7 +72,9 @@ pub fn reshape<T: Element>(t: &Tile<T>, shape: &[usize]) -> Result<Tile<T>> {
             to_len: to.len(),
         });
     }
-    Ok(Tile::from_parts(to, t.as_slice().to_vec()))
+    let mut data = super::arena::take(t.len());
+    data.extend_from_slice(t.as_slice());
+    Ok(Tile::from_parts(to, data))
 }
 
 /// Inclusive prefix sum down the first dim: `out[i, ..] = sum(t[0..=i, ..])`.
@@ -88,7 +90,7 @@ pub fn cumsum<T: Num>(t: &Tile<T>) -> Result<Tile<T>> {
     let src = t.as_slice();
     let inner = src.len().checked_div(rows).unwrap_or(0);
     let mut running = vec![T::Sum::ZERO; inner];
-    let mut data = Vec::with_capacity(src.len());
+    let mut data = super::arena::take(src.len());
     for row in src.chunks_exact(inner.max(1)).take(rows) {
         for (acc, &x) in running.iter_mut().zip(row) {
             *acc = Num::add(*acc, x.to_sum());

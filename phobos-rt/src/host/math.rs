@@ -36,7 +36,8 @@ pub fn exp_f32(x: f32) -> f32 {
     // Round to nearest by adding and removing 1.5 * 2^23 (exact for
     // |v| < 2^22): `round_ties_even` is a libm call without SSE4.1.
     const ROUNDER: f32 = 12_582_912.0;
-    let n = (clamped * LOG2_E + ROUNDER) - ROUNDER;
+    let shifted = clamped * LOG2_E + ROUNDER;
+    let n = shifted - ROUNDER;
     let r = (clamped - n * LN2_HI) - n * LN2_LO;
     let mut p = 1.0 / 5040.0;
     p = p * r + 1.0 / 720.0;
@@ -47,7 +48,11 @@ pub fn exp_f32(x: f32) -> f32 {
     p = p * r + 1.0;
     p = p * r + 1.0;
     // n is in [-150, 128]; each half is in [-75, 64], a normal power of two.
-    let n = n as i32;
+    // `shifted` holds n in its low mantissa bits (its exponent is that of
+    // ROUNDER), so n as an integer is a subtraction of bit patterns: the
+    // same n as `n as i32`, without the saturating conversion that SSE2
+    // does one lane at a time.
+    let n = (shifted.to_bits() as i32).wrapping_sub(ROUNDER.to_bits() as i32);
     let half = n >> 1;
     let rest = n - half;
     let y = p * pow2(half) * pow2(rest);

@@ -15,7 +15,8 @@
 //!   of the stored values. [`PlainRead`] gives a view of a tensor nobody
 //!   writes during the launch whose rows are read with plain, vectorizable
 //!   loads (generated launchers use it for every read-only parameter).
-//! - Tiles: [`Tile<T>`] is an owned row-major value of rank 0..=4 whose dims
+//! - Tiles: [`Tile<T>`] is an owned row-major value of rank 0..=4 whose
+//!   storage is reused through the thread's free list ([`arena`]) and whose dims
 //!   are runtime values ([`TileShape`] keeps them inline), with at most
 //!   [`MAX_TILE_LEN`] elements. Rank 0 is a scalar; scalars broadcast like
 //!   any tile of extent-1 dims. Scalar math on plain `T` values goes through
@@ -59,6 +60,7 @@
 //! checks shapes statically, but a wrong shape here is an error, never a
 //! panic.
 
+pub mod arena;
 mod broadcast;
 mod dot;
 mod elementwise;

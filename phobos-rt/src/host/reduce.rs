@@ -79,12 +79,15 @@ fn reduce_rows<T: Element, A: Copy>(
     let shape = TileShape::new(&dims)?;
     let rows: usize = outer.iter().product();
     let data = if row_len == 0 {
-        vec![finish(init); rows]
+        super::arena::filled(rows, finish(init))
     } else {
-        t.as_slice()
-            .chunks_exact(row_len)
-            .map(|row| finish(reduce(row)))
-            .collect()
+        let mut data = super::arena::take(rows);
+        data.extend(
+            t.as_slice()
+                .chunks_exact(row_len)
+                .map(|row| finish(reduce(row))),
+        );
+        data
     };
     Ok(Tile::from_parts(shape, data))
 }

@@ -182,7 +182,7 @@ pub fn load<T: Element, V: Readable<T>>(view: &V, slices: &[Slice], other: T) ->
     };
     let data = if plan.all_in_bounds() {
         // Every row is whole and in order: append, no `other` fill first.
-        let mut data = Vec::with_capacity(plan.tile.len());
+        let mut data = super::arena::take(plan.tile.len());
         plan.for_each_row(|row| {
             let len = row.hi - row.lo;
             // SAFETY (both): `for_each_row` only yields in-bounds coordinates.
@@ -196,7 +196,7 @@ pub fn load<T: Element, V: Readable<T>>(view: &V, slices: &[Slice], other: T) ->
         });
         data
     } else {
-        let mut data = vec![other; plan.tile.len()];
+        let mut data = super::arena::filled(plan.tile.len(), other);
         plan.for_each_row(|row| {
             let dst = &mut data[row.tile_start + row.lo..row.tile_start + row.hi];
             // SAFETY (both): `for_each_row` only yields in-bounds coordinates.

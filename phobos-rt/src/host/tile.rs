@@ -78,11 +78,30 @@ impl TileShape {
     }
 }
 
-/// An owned row-major tile of rank 0..=4, local to one program.
-#[derive(Debug, Clone, PartialEq)]
+/// An owned row-major tile of rank 0..=4, local to one program. Its
+/// storage comes from and goes back to the thread's free list
+/// ([`super::arena`]), so tiles made and dropped in a loop reuse buffers.
+#[derive(Debug, PartialEq)]
 pub struct Tile<T> {
     shape: TileShape,
     data: Vec<T>,
+}
+
+impl<T> Drop for Tile<T> {
+    fn drop(&mut self) {
+        super::arena::give(std::mem::take(&mut self.data));
+    }
+}
+
+impl<T: Copy> Clone for Tile<T> {
+    fn clone(&self) -> Tile<T> {
+        let mut data = super::arena::take(self.data.len());
+        data.extend_from_slice(&self.data);
+        Tile {
+            shape: self.shape,
+            data,
+        }
+    }
 }
 
 impl<T: Element> Tile<T> {
@@ -90,7 +109,7 @@ impl<T: Element> Tile<T> {
     pub fn scalar(value: T) -> Tile<T> {
         Tile {
             shape: TileShape::SCALAR,
-            data: vec![value],
+            data: super::arena::filled(1, value),
         }
     }
 
@@ -99,7 +118,7 @@ impl<T: Element> Tile<T> {
         let shape = TileShape::new(shape)?;
         Ok(Tile {
             shape,
-            data: vec![value; shape.len()],
+            data: super::arena::filled(shape.len(), value),
         })
     }
 
@@ -166,8 +185,26 @@ impl<T: Element> Tile<T> {
     }
 
     /// The elements, consuming the tile.
-    pub fn into_vec(self) -> Vec<T> {
-        self.data
+    pub fn into_vec(mut self) -> Vec<T> {
+        std::mem::take(&mut self.data)
+    }
+
+    /// A tile of `shape` from the elements `values` yields, on reused
+    /// storage (what fused elementwise loops collect into);
+    /// `LenMismatch` when the count is wrong.
+    #[inline]
+    pub fn collect(shape: &[usize], values: impl Iterator<Item = T>) -> Result<Tile<T>> {
+        let tile_shape = TileShape::new(shape)?;
+        let mut data = super::arena::take(tile_shape.len());
+        data.extend(values);
+        Tile::from_vec(shape, data)
+    }
+
+    /// An empty buffer with room for a tile of `shape`, on reused storage,
+    /// for a loop that fills it row by row before [`Tile::from_vec`].
+    #[inline]
+    pub fn storage(shape: &[usize]) -> Result<Vec<T>> {
+        Ok(super::arena::take(TileShape::new(shape)?.len()))
     }
 
     /// The only element of a one-element tile (any rank); `BadShape` otherwise.

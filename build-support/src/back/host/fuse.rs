@@ -3,8 +3,12 @@
 //! tile in between (`a * b + c` reads `a`, `b`, `c` once each and writes
 //! one tile). Leaves are the nodes that are not elementwise: scalars
 //! (evaluated once, before the loop), and tiles (loads, locals,
-//! contractions, reductions, ...); a leaf of a smaller shape (operators
-//! broadcast implicitly) is stretched to the tree's shape before the loop.
+//! contractions, reductions, ...). A leaf of a smaller shape (operators
+//! broadcast implicitly) that holds one value per row (`[.., 1]`, a
+//! `rowmax`) or one row for every row (`[C]`) is read in place by a
+//! row-by-row loop ([`Stretch`]); any other is stretched to the tree's
+//! shape once, before the loop. The result goes into reused storage
+//! (`Tile::collect`, `Tile::storage`), not a fresh allocation.
 //!
 //! The loop body is the scalar code of the tree (`Generator::scalar`) with
 //! every leaf replaced by a name, so a fused tile op computes exactly what
@@ -18,7 +22,7 @@ use quote::{format_ident, quote};
 use super::expr::private;
 use super::names;
 use super::{GenError, Generator};
-use crate::ir::{Builtin, Expr, ExprKind};
+use crate::ir::{Builtin, Expr, ExprKind, ShapeExpr};
 
 /// Whether a node computes each element from the same element of its
 /// operands (all of the node's shape, broadcasts being explicit nodes).
@@ -49,48 +53,165 @@ pub fn is_elementwise(e: &Expr) -> bool {
     }
 }
 
+/// How a tile leaf lines up with the tree's shape `[.., C]` (the last dim
+/// is the row).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stretch {
+    /// The leaf has the tree's shape.
+    Whole,
+    /// `[.., 1]` with the tree's leading dims: one value per row, read
+    /// once per row instead of stretched into a tile.
+    PerRow,
+    /// `[C]` (leading dims absent or 1): the same row for every row.
+    PerColumn,
+}
+
+/// One tile leaf of a fused loop.
+pub struct Leaf {
+    /// The `&Tile<_>` name.
+    pub tile: Ident,
+    /// The per-element value name in the loop body.
+    pub value: Ident,
+    pub stretch: Stretch,
+    /// The leaf's own shape as `usize` expressions (checked before the loop).
+    pub shape: Vec<TokenStream>,
+}
+
 /// The parts of one fused loop.
 pub struct Fused {
     /// `let`s of the leaves, in evaluation order.
     pub prelude: TokenStream,
-    /// The tile leaves: `&Tile<_>` names, each of the tree's shape.
-    pub tiles: Vec<Ident>,
-    /// The per-element value names bound to `tiles` in the loop.
-    pub values: Vec<Ident>,
-    /// The element expression (over `values` and the scalar leaves).
+    /// The tile leaves.
+    pub leaves: Vec<Leaf>,
+    /// The element expression (over the leaves' values and the scalars).
     pub body: TokenStream,
     /// The tree's shape as `usize` expressions.
     pub shape: Vec<TokenStream>,
 }
 
 impl Fused {
+    /// Whether some leaf is read per row or per column, which takes the
+    /// row-by-row loop ([`Fused::rows`]) instead of one flat zip.
+    pub fn stretched(&self) -> bool {
+        self.leaves.iter().any(|l| l.stretch != Stretch::Whole)
+    }
+
     /// `a.iter().zip(b).zip(c)`: the leaves' elements in lockstep, and the
     /// matching closure pattern `((&va, &vb), &vc)`. `first` (an iterator
     /// and a pattern) goes in front when given, for in-place updates.
+    /// Only for trees without stretched leaves.
     pub fn zipped(&self, first: Option<(TokenStream, TokenStream)>) -> (TokenStream, TokenStream) {
-        let mut tiles = self.tiles.iter();
-        let mut values = self.values.iter();
-        let (mut iter, mut pattern) = match first {
-            Some(pair) => pair,
-            None => match (tiles.next(), values.next()) {
-                (Some(t), Some(v)) => (quote!(#t.as_slice().iter()), quote!(&#v)),
-                _ => (quote!(::core::iter::empty()), quote!(_)),
-            },
-        };
-        for (t, v) in tiles.zip(values) {
-            iter = quote!(#iter.zip(#t.as_slice()));
-            pattern = quote!((#pattern, &#v));
-        }
-        (iter, pattern)
+        zip_all(
+            first,
+            self.leaves.iter().map(|leaf| {
+                let (t, v) = (&leaf.tile, &leaf.value);
+                (quote!(#t.as_slice().iter()), quote!(&#v))
+            }),
+            quote!(::core::iter::empty()),
+        )
     }
 
-    /// `expect_shape` for every tile leaf: the IR gives them the tree's
-    /// shape, so this never fails on checked kernels.
+    /// The row-by-row loop of a tree with stretched leaves: for each row
+    /// (`__outer` of them, `__inner` elements each), whole leaves give
+    /// their row, per-row leaves their one value, per-column leaves their
+    /// whole tile; `each_row(inner_iter, inner_pattern)` is the statement
+    /// run per row. `target` is the in-place target tile, if any, whose
+    /// row comes first in the inner iterator as `__acc`.
+    pub fn rows(
+        &self,
+        shape_name: &Ident,
+        target: Option<&Ident>,
+        each_row: impl FnOnce(TokenStream, TokenStream) -> TokenStream,
+    ) -> TokenStream {
+        let rank = self.shape.len();
+        let last = rank.saturating_sub(1);
+        let mut outer = vec![(quote!((0..__outer)), quote!(_))];
+        let mut inner = Vec::new();
+        if let Some(target) = target {
+            outer.push((
+                quote!(#target.as_mut_slice().chunks_exact_mut(__inner)),
+                quote!(__acc_row),
+            ));
+            inner.push((quote!(__acc_row.iter_mut()), quote!(__acc)));
+        }
+        for leaf in &self.leaves {
+            let (t, v) = (&leaf.tile, &leaf.value);
+            match leaf.stretch {
+                Stretch::Whole => {
+                    let row = format_ident!("__row_{}", t);
+                    outer.push((quote!(#t.as_slice().chunks_exact(__inner)), quote!(#row)));
+                    inner.push((quote!(#row.iter()), quote!(&#v)));
+                }
+                Stretch::PerRow => outer.push((quote!(#t.as_slice().iter()), quote!(&#v))),
+                Stretch::PerColumn => inner.push((quote!(#t.as_slice().iter()), quote!(&#v))),
+            }
+        }
+        let mut outer = outer.into_iter();
+        let (outer_iter, outer_pattern) = zip_all(outer.next(), outer, quote!(0..__outer));
+        let (inner_iter, inner_pattern) = zip_all(None, inner.into_iter(), quote!((0..__inner)));
+        let per_row = each_row(inner_iter, inner_pattern);
+        quote!(
+            let __inner: usize = #shape_name[#last];
+            let __outer: usize = #shape_name[..#last].iter().product();
+            if __inner > 0 {
+                for #outer_pattern in #outer_iter {
+                    #per_row
+                }
+            }
+        )
+    }
+
+    /// `expect_shape` for every tile leaf: the IR gives them these shapes,
+    /// so this never fails on checked kernels.
     pub fn shape_checks(&self, shape: &Ident) -> TokenStream {
         let p = private();
-        let tiles = &self.tiles;
-        quote!(#(#p::host::expect_shape(#tiles, &#shape)?;)*)
+        let checks = self.leaves.iter().map(|leaf| {
+            let tile = &leaf.tile;
+            if leaf.stretch == Stretch::Whole {
+                quote!(#p::host::expect_shape(#tile, &#shape)?;)
+            } else {
+                let own = &leaf.shape;
+                quote!(#p::host::expect_shape(#tile, &[#(#own),*])?;)
+            }
+        });
+        quote!(#(#checks)*)
     }
+}
+
+/// Zips `(iterator, pattern)` pairs in order, after `first` when given;
+/// with none at all, `empty` and the pattern `_`.
+fn zip_all(
+    first: Option<(TokenStream, TokenStream)>,
+    mut rest: impl Iterator<Item = (TokenStream, TokenStream)>,
+    empty: TokenStream,
+) -> (TokenStream, TokenStream) {
+    let (mut iter, mut pattern) = match first.or_else(|| rest.next()) {
+        Some(pair) => pair,
+        None => (empty, quote!(_)),
+    };
+    for (i, v) in rest {
+        iter = quote!(#iter.zip(#i));
+        pattern = quote!((#pattern, #v));
+    }
+    (iter, pattern)
+}
+
+/// How a leaf of shape `leaf` is read in a loop over `root`, when it can be
+/// read without stretching it into a tile first.
+fn stretch_of(leaf: &[ShapeExpr], root: &[ShapeExpr]) -> Option<Stretch> {
+    let one = ShapeExpr::Lit(1);
+    let (root_last, root_outer) = root.split_last()?;
+    let (leaf_last, leaf_outer) = leaf.split_last()?;
+    if leaf == root {
+        return Some(Stretch::Whole);
+    }
+    if *leaf_last == one && leaf_outer == root_outer {
+        return Some(Stretch::PerRow);
+    }
+    if leaf_last == root_last && leaf_outer.iter().all(|d| *d == one) && leaf.len() <= root.len() {
+        return Some(Stretch::PerColumn);
+    }
+    None
 }
 
 impl Generator<'_> {
@@ -98,8 +219,7 @@ impl Generator<'_> {
     pub fn fuse(&self, root: &Expr) -> Result<Fused, GenError> {
         let mut fused = Fused {
             prelude: TokenStream::new(),
-            tiles: Vec::new(),
-            values: Vec::new(),
+            leaves: Vec::new(),
             body: TokenStream::new(),
             shape: self.shape(&root.shape.0),
         };
@@ -151,18 +271,32 @@ impl Generator<'_> {
         let value = format_ident!("__v{}", id);
         let ty = names::rust_type(self.dtype_of(e)?);
         let mut tile_ref = self.tile_ref(e)?;
-        if e.shape != root.shape {
-            // Operators broadcast implicitly (NumPy rules): stretch the
-            // leaf to the tree's shape once, before the loop.
-            let shape = &fused.shape;
-            tile_ref = quote!(&(#p::host::broadcast_to(#tile_ref, &[#(#shape),*])?));
-        }
+        let stretch = match stretch_of(&e.shape.0, &root.shape.0) {
+            Some(stretch) => stretch,
+            None => {
+                // Operators broadcast implicitly (NumPy rules): a leaf that
+                // is neither per row nor per column is stretched to the
+                // tree's shape once, before the loop.
+                let shape = &fused.shape;
+                tile_ref = quote!(&(#p::host::broadcast_to(#tile_ref, &[#(#shape),*])?));
+                Stretch::Whole
+            }
+        };
+        let shape = if stretch == Stretch::Whole {
+            fused.shape.clone()
+        } else {
+            self.shape(&e.shape.0)
+        };
         fused
             .prelude
             .extend(quote!(let #tile: &#p::host::Tile<#ty> = #tile_ref;));
         overrides.push((e as *const Expr, quote!(#value)));
-        fused.tiles.push(tile);
-        fused.values.push(value);
+        fused.leaves.push(Leaf {
+            tile,
+            value,
+            stretch,
+            shape,
+        });
         Ok(())
     }
 
@@ -178,20 +312,34 @@ impl Generator<'_> {
             ..
         } = &fused;
         let shape_name = Ident::new("__shape", Span::call_site());
-        if fused.tiles.is_empty() {
+        if fused.leaves.is_empty() {
             return Ok(quote!({
                 #prelude
                 #p::host::full(&[#(#shape),*], #body)?
             }));
         }
         let checks = fused.shape_checks(&shape_name);
+        if fused.stretched() {
+            let rows = fused.rows(
+                &shape_name,
+                None,
+                |iter, pattern| quote!(__data.extend(#iter.map(|#pattern| -> #ty { #body }));),
+            );
+            return Ok(quote!({
+                #prelude
+                let #shape_name = [#(#shape),*];
+                #checks
+                let mut __data = #p::host::Tile::<#ty>::storage(&#shape_name)?;
+                #rows
+                #p::host::Tile::from_vec(&#shape_name, __data)?
+            }));
+        }
         let (iter, pattern) = fused.zipped(None);
         Ok(quote!({
             #prelude
             let #shape_name = [#(#shape),*];
             #checks
-            let __data: ::std::vec::Vec<#ty> = #iter.map(|#pattern| -> #ty { #body }).collect();
-            #p::host::Tile::from_vec(&#shape_name, __data)?
+            #p::host::Tile::collect(&#shape_name, #iter.map(|#pattern| -> #ty { #body }))?
         }))
     }
 }

@@ -269,22 +269,31 @@ impl Generator<'_> {
         let fused = self.fuse(rhs)?;
         let shape_name = proc_macro2::Ident::new("__shape", proc_macro2::Span::call_site());
         let checks = fused.shape_checks(&shape_name);
-        let (iter, pattern) = fused.zipped(Some((
-            quote!(#target.as_mut_slice().iter_mut()),
-            quote!(__acc),
-        )));
         let super::fuse::Fused {
             prelude,
             body,
             shape,
             ..
         } = &fused;
+        let update = if fused.stretched() {
+            fused.rows(
+                &shape_name,
+                Some(target),
+                |iter, pattern| quote!(#iter.for_each(|#pattern| *__acc = #op(*__acc, #body));),
+            )
+        } else {
+            let (iter, pattern) = fused.zipped(Some((
+                quote!(#target.as_mut_slice().iter_mut()),
+                quote!(__acc),
+            )));
+            quote!(#iter.for_each(|#pattern| *__acc = #op(*__acc, #body));)
+        };
         Ok(quote!({
             #prelude
             let #shape_name = [#(#shape),*];
             #checks
             #p::host::expect_shape(&#target, &#shape_name)?;
-            #iter.for_each(|#pattern| *__acc = #op(*__acc, #body));
+            #update
         }))
     }
 

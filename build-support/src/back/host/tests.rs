@@ -160,8 +160,9 @@ fn an_elementwise_statement_is_one_loop() {
         );
     }
     // The store's value: one loop over x and z, with s and sum(sq) read
-    // once, in each of the two configs' bodies.
-    assert_eq!(out.matches(". collect ()").count(), 2, "{out}");
+    // once, in each of the two configs' bodies, collected into reused
+    // storage.
+    assert_eq!(out.matches("host :: Tile :: collect (").count(), 2, "{out}");
     assert!(out.contains("host :: sum (& l_sq)"), "{out}");
     // `sq += x * x`: one loop over sq, x and x, in place.
     assert!(
@@ -246,4 +247,21 @@ kernel k(X: tensor<f32>[4]) {
     let out = generated(text).unwrap();
     assert!(!out.contains("match __config_index"), "{out}");
     assert_eq!(out.matches("try_run_grid").count(), 1, "{out}");
+}
+
+const ROWWISE: &str = "@autotune(R in [2], C in [8])
+kernel rw(X: tensor<f32>[N, M], W: tensor<f32>[M], Y: tensor<f32>[N, M]) {
+  let x = X[0 :+ R, 0 :+ C]
+  let m = rowmax(x)
+  Y[0 :+ R, 0 :+ C] = exp(x - m) * W[0 :+ C]
+}";
+
+#[test]
+fn per_row_and_per_column_leaves_are_not_stretched() {
+    let out = generated(ROWWISE).unwrap();
+    // `m` ([R, 1]) is read once per row and `W` ([C]) once per column:
+    // no stretched copy of either.
+    assert!(!out.contains("broadcast_to"), "{out}");
+    assert!(out.contains("chunks_exact (__inner)"), "{out}");
+    assert!(out.contains("Tile :: < f32 > :: storage"), "{out}");
 }

@@ -86,7 +86,7 @@ fn gemm_f32_packed<const FMA: bool, const NR: usize>(
     let b_packed = if n.is_multiple_of(NR) {
         Vec::new()
     } else {
-        let mut packed = vec![[0.0f32; NR]; n.div_ceil(NR) * k];
+        let mut packed = crate::host::arena::filled(n.div_ceil(NR) * k, [0.0f32; NR]);
         for (p, b_row) in b.chunks_exact(n).take(k).enumerate() {
             for (jp, cols) in b_row.chunks(NR).enumerate() {
                 packed[jp * k + p][..cols.len()].copy_from_slice(cols);
@@ -94,7 +94,7 @@ fn gemm_f32_packed<const FMA: bool, const NR: usize>(
         }
         packed
     };
-    let mut a_packed = vec![[0.0f32; MR]; k];
+    let mut a_packed = crate::host::arena::filled(k, [0.0f32; MR]);
     for i0 in (0..m).step_by(MR) {
         let rows = MR.min(m - i0);
         for (r, a_row) in a[i0 * k..].chunks_exact(k).take(rows).enumerate() {
@@ -122,6 +122,8 @@ fn gemm_f32_packed<const FMA: bool, const NR: usize>(
             }
         }
     }
+    crate::host::arena::give(a_packed);
+    crate::host::arena::give(b_packed);
 }
 
 #[inline(always)]

@@ -91,11 +91,12 @@ pub fn dot_t_acc<T: DotElement>(acc: &mut Tile<T::Acc>, a: &Tile<T>, b: &Tile<T>
     let a = widen(a.as_slice());
     // Transposing b costs N*K moves against M*N*K multiply-adds.
     let bs = b.as_slice();
-    let mut b_kn = Vec::with_capacity(k * n);
+    let mut b_kn = super::arena::take(k * n);
     for p in 0..k {
         b_kn.extend((0..n).map(|j| bs[j * k + p].widen()));
     }
     T::Acc::gemm_acc(acc.as_mut_slice(), &a, &b_kn, m, k, n);
+    super::arena::give(b_kn);
     Ok(())
 }
 
@@ -115,7 +116,10 @@ fn check_acc<A: Element>(op: &'static str, acc: &Tile<A>, m: usize, n: usize) ->
 pub fn dot<T: DotElement>(a: &Tile<T>, b: &Tile<T>) -> Result<Tile<T::Acc>> {
     let m = rank2("dot", a)?[0];
     let n = rank2("dot", b)?[1];
-    let mut acc = Tile::from_parts(TileShape::new(&[m, n])?, vec![T::Acc::ZERO; m * n]);
+    let mut acc = Tile::from_parts(
+        TileShape::new(&[m, n])?,
+        super::arena::filled(m * n, T::Acc::ZERO),
+    );
     dot_acc(&mut acc, a, b)?;
     Ok(acc)
 }
@@ -124,7 +128,10 @@ pub fn dot<T: DotElement>(a: &Tile<T>, b: &Tile<T>) -> Result<Tile<T::Acc>> {
 pub fn dot_t<T: DotElement>(a: &Tile<T>, b: &Tile<T>) -> Result<Tile<T::Acc>> {
     let m = rank2("dot_t", a)?[0];
     let n = rank2("dot_t", b)?[0];
-    let mut acc = Tile::from_parts(TileShape::new(&[m, n])?, vec![T::Acc::ZERO; m * n]);
+    let mut acc = Tile::from_parts(
+        TileShape::new(&[m, n])?,
+        super::arena::filled(m * n, T::Acc::ZERO),
+    );
     dot_t_acc(&mut acc, a, b)?;
     Ok(acc)
 }
