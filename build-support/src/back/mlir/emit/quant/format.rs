@@ -261,7 +261,12 @@ pub(crate) fn format(quant: QuantType) -> Option<Format> {
     // The legacy symmetric formats: `d * level`, ggml's signed term.
     let signed = |block_bytes: i64, level: Q| {
         let value = fmul(half(0), to_f(level.clone()));
-        legacy(block_bytes, level, value, Some((Partner::Q8_0, Term::Signed)))
+        legacy(
+            block_bytes,
+            level,
+            value,
+            Some((Partner::Q8_0, Term::Signed)),
+        )
     };
     // The legacy formats with a min `m` at byte 2: `d * level + m`.
     let offset = |block_bytes: i64, level: Q| {
