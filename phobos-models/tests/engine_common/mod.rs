@@ -194,9 +194,10 @@ pub fn tiny_arch_model(
     path
 }
 
-/// A fresh directory under the target's temp space for one test.
-pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("phobos-engine-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory for one test, removed when the guard drops.
+pub fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("phobos-engine-{name}-"))
+        .tempdir()
+        .unwrap()
 }
