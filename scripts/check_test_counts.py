@@ -50,6 +50,7 @@ REQUIRED = [
 # PTX is assembled by tests/mlir_quant.rs): under `ptx` they compile to zero
 # tests, and `make test` runs them again with `--no-default-features`.
 HOST_ONLY = {
+    ("tests/compile_fail.rs", "compile_fail"),
     ("tests/quant_kernels.rs", "quant_kernels"),
     ("tests/quant_reference.rs", "quant_reference"),
 }

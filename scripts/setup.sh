@@ -50,9 +50,11 @@ fi
 rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt
 
 # The server's end-to-end tests (phobos-serve/tests/serve_*.rs) drive it with
-# the official `openai` client and a headless Debian Chromium via selenium.
+# the official `openai` client and a headless Debian Chromium via selenium;
+# phobos-cluster's Slurm test runs a one-machine Slurm (slurm-wlm, started by
+# phobos-cluster/scripts/slurm_local.sh).
 browser_missing=()
-for pkg in chromium chromium-driver; do
+for pkg in chromium chromium-driver slurm-wlm; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || browser_missing+=("$pkg")
 done
 if [ ${#browser_missing[@]} -gt 0 ]; then

@@ -5,7 +5,7 @@
 //! makes (default features, so with PTX); `make test` fails if the PTX
 //! tests here report 0 (scripts/check_test_counts.py).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn run(args: &[&str]) -> (i32, String, String) {
@@ -16,6 +16,8 @@ fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_phobos-compile"))
         .args(args)
         .current_dir(dir)
+        // As a user's shell may have it: errors must still print no backtrace.
+        .env("RUST_BACKTRACE", "1")
         .output()
         .unwrap();
     (
@@ -25,14 +27,16 @@ fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn temp_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("phobos-compile-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory, removed when the guard drops.
+fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("phobos-compile-test-")
+        .tempdir()
+        .unwrap()
 }
 
-fn temp_file(name: &str, text: &str) -> String {
-    let path = temp_dir().join(name);
+fn temp_file(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
 }
@@ -66,7 +70,9 @@ fn emits_each_phase() {
 
 #[test]
 fn source_errors_render_and_exit_1() {
+    let tmp = temp_dir();
     let path = temp_file(
+        &tmp,
         "bad.ph",
         "kernel k(X: tensor<f32>[N]) {\n  let y = X[0:]\n}\n",
     );
@@ -102,7 +108,8 @@ fn ptx_needs_the_feature() {
 #[cfg(feature = "ptx")]
 #[test]
 fn emits_ptx_for_a_chip_index_width_and_config_to_a_file() {
-    let out = temp_file("saxpy.ptx", "");
+    let tmp = temp_dir();
+    let out = temp_file(&tmp, "saxpy.ptx", "");
     let (code, stdout, err) = run(&[
         SAXPY,
         "--emit",
@@ -149,7 +156,8 @@ fn ptx_is_the_default_output() {
 fn chip_and_a_ptx_output_write_ptx_that_ptxas_accepts() {
     use phobos_build::back::mlir::ptxas;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = temp_dir().join("s.ptx");
+    let tmp = temp_dir();
+    let out = tmp.path().join("s.ptx");
     let out_arg = out.display().to_string();
     let (code, stdout, err) = run_in(
         &root,
@@ -215,7 +223,8 @@ fn contradictory_flags_are_an_error() {
         err.contains("--index-bits, --config, --kernel, --verbose only apply to PTX"),
         "{err}"
     );
-    let target = temp_dir().join("tokens.ptx");
+    let tmp = temp_dir();
+    let target = tmp.path().join("tokens.ptx");
     let target_arg = target.display().to_string();
     let (code, _, err) = run(&[SAXPY, "--emit", "tokens", "-o", &target_arg]);
     assert_eq!(code, 1);
@@ -225,7 +234,7 @@ fn contradictory_flags_are_an_error() {
     );
     assert!(!target.exists());
     // Another name for the same phase's output is fine.
-    let ir_file = temp_dir().join("saxpy.ir");
+    let ir_file = tmp.path().join("saxpy.ir");
     let (code, _, err) = run(&[SAXPY, "--emit", "ir", "-o", &ir_file.display().to_string()]);
     assert_eq!(code, 0, "{err}");
     assert!(
@@ -258,6 +267,10 @@ fn ptx_rejects_configs_outside_the_tune_space() {
 #[test]
 fn missing_file_names_the_path() {
     let (code, _, err) = run(&["no/such/file.ph"]);
-    assert_ne!(code, 0);
-    assert!(err.contains("no/such/file.ph"), "{err}");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with("error: reading kernel file no/such/file.ph: "),
+        "{err}"
+    );
+    assert!(!err.contains("backtrace"), "{err}");
 }

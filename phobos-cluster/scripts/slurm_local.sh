@@ -1,18 +1,15 @@
 #!/usr/bin/env bash
 # A one-machine Slurm (Debian's slurm-wlm: munged, slurmctld and slurmd on
-# this host) for the Slurm test. Installs slurm-wlm when missing and root
-# can; writes its config under $1 (default /tmp/phobos-slurm); starts the
-# daemons unless they already answer. Prints the slurm.conf path on stdout.
-# Exits 2 when Slurm cannot be installed or started (the test then skips).
+# this host) for the Slurm test. slurm-wlm comes from scripts/setup.sh (`make
+# test` runs it; a test installs nothing); writes its config under $1
+# (default /tmp/phobos-slurm); starts the daemons unless they already answer.
+# Prints the slurm.conf path on stdout. Exits 2 when Slurm is not installed
+# or does not start (the test then skips, saying why).
 set -euo pipefail
 root="${1:-/tmp/phobos-slurm}"
 say() { echo "slurm_local: $*" >&2; }
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
-  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
-    say "slurm-wlm is not installed and cannot be (needs root and apt-get)"; exit 2
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends slurm-wlm >&2 \
-    || { say "apt-get install slurm-wlm failed"; exit 2; }
+  say "slurm-wlm is not installed (scripts/setup.sh installs it)"; exit 2
 fi
 mkdir -p "$root/state" "$root/spool" "$root/log"
 host="$(hostname -s)"

@@ -20,7 +20,20 @@ use clap::Parser;
 
 use cli::{Cli, Command};
 
-fn main() -> Result<()> {
+/// An error prints as one line, `error: ` and its causes, with exit status
+/// 1 (usage errors are clap's, status 2): no backtrace even under
+/// `RUST_BACKTRACE`, which `fn main() -> Result` would print.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_env("PHOBOS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()

@@ -46,10 +46,11 @@ fn first_difference(got: &[f32], want: &[f32]) -> Option<(usize, f32, f32)> {
 
 #[test]
 fn batched_split_and_multi_session_agree_for_every_arch() {
-    let dir = temp_dir("consistency");
+    let tmp = temp_dir("consistency");
+    let dir = tmp.path();
     for arch in ARCHS {
         for ty in [GgmlType::F32, GgmlType::Q8_0] {
-            let path = tiny_arch_model(&dir, arch, None, ty);
+            let path = tiny_arch_model(dir, arch, None, ty);
             let model = Model::load(&path, LoadOptions::default()).unwrap();
             let sequential = one_at_a_time(&model, &PROMPT);
 
@@ -149,9 +150,10 @@ fn batched_split_and_multi_session_agree_for_every_arch() {
 
 #[test]
 fn sessions_on_one_model_run_from_several_threads() {
-    let dir = temp_dir("threads");
+    let tmp = temp_dir("threads");
+    let dir = tmp.path();
     let model = Model::load(
-        tiny_arch_model(&dir, "qwen3", None, GgmlType::Q8_0),
+        tiny_arch_model(dir, "qwen3", None, GgmlType::Q8_0),
         LoadOptions::default(),
     )
     .unwrap();
@@ -177,9 +179,10 @@ fn sessions_on_one_model_run_from_several_threads() {
 
 #[test]
 fn context_overflow_is_an_error_and_leaves_the_session_alone() {
-    let dir = temp_dir("ctx");
+    let tmp = temp_dir("ctx");
+    let dir = tmp.path();
     let model = Model::load(
-        tiny_arch_model(&dir, "llama", None, GgmlType::F32),
+        tiny_arch_model(dir, "llama", None, GgmlType::F32),
         LoadOptions::default(),
     )
     .unwrap();
@@ -222,8 +225,9 @@ fn context_overflow_is_an_error_and_leaves_the_session_alone() {
 
 #[test]
 fn unknown_arch_and_missing_tensor_are_named() {
-    let dir = temp_dir("bad");
-    let path = tiny_arch_model(&dir, "mamba9", None, GgmlType::F32);
+    let tmp = temp_dir("bad");
+    let dir = tmp.path();
+    let path = tiny_arch_model(dir, "mamba9", None, GgmlType::F32);
     let err = Model::load(&path, LoadOptions::default()).unwrap_err();
     let msg = err.to_string();
     assert!(
@@ -231,7 +235,7 @@ fn unknown_arch_and_missing_tensor_are_named() {
         "{msg}"
     );
 
-    let path = tiny_arch_model(&dir, "qwen2", Some("blk.1.ffn_up.weight"), GgmlType::F32);
+    let path = tiny_arch_model(dir, "qwen2", Some("blk.1.ffn_up.weight"), GgmlType::F32);
     let err = Model::load(&path, LoadOptions::default()).unwrap_err();
     assert!(err.to_string().contains("blk.1.ffn_up.weight"), "{err}");
 }

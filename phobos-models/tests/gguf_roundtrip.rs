@@ -137,15 +137,16 @@ fn version_2_and_custom_alignment_read_back() {
 
 #[test]
 fn open_maps_a_file_from_disk() {
-    let dir = std::env::temp_dir().join(format!("phobos-gguf-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("t.gguf");
+    let tmp = tempfile::Builder::new()
+        .prefix("phobos-gguf-")
+        .tempdir()
+        .unwrap();
+    let path = tmp.path().join("t.gguf");
     sample_writer().write_file(&path).unwrap();
     let g = Gguf::open(&path).unwrap();
     assert_eq!(g.get_str("t.str").unwrap(), "héllo");
     assert_eq!(g.tensors().len(), 3);
-    std::fs::remove_dir_all(&dir).unwrap();
-    let err = Gguf::open(dir.join("missing.gguf")).unwrap_err();
+    let err = Gguf::open(tmp.path().join("missing.gguf")).unwrap_err();
     assert!(matches!(err, GgufError::Io { .. }), "{err}");
 }
 

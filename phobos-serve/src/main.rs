@@ -61,7 +61,39 @@ enum Command {
     Serve(server::ServeArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+/// An error prints as one line, `error: ` and its causes, with exit status
+/// 1: bad input is not a crash, so no backtrace even under `RUST_BACKTRACE`
+/// (which `fn main() -> Result` would print). Usage errors are clap's
+/// (status 2).
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {}", one_line(&err));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes joined by `: `, leaving out a cause whose text
+/// its parent already ends with (an I/O error that its GGUF error both
+/// shows and holds as its source).
+fn one_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // The server logs its requests by default; while its dashboard owns the
     // terminal, log lines are dropped instead of drawn over it.

@@ -25,16 +25,19 @@ fn phobos(args: &[&str]) -> (bool, String, String) {
     )
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("phobos-cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory, removed when the guard drops.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("phobos-cli-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 #[test]
 fn tokenize_prints_json_ids_with_bos() {
-    let dir = temp_dir("tokenize");
-    let model = tiny_model(&dir);
+    let tmp = temp_dir("tokenize");
+    let dir = tmp.path();
+    let model = tiny_model(dir);
     let model = model.to_str().unwrap();
     let hi = 3 + 256; // "▁hi", the first token after the byte tokens
     let (ok, stdout, stderr) = phobos(&["tokenize", model, "hi"]);
@@ -53,13 +56,13 @@ fn tokenize_prints_json_ids_with_bos() {
         stdout.trim(),
         format!("[{},{},{}]", hi + 1, 3 + 0xC3, 3 + 0xA9)
     );
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn inspect_reports_metadata_and_tensors() {
-    let dir = temp_dir("inspect");
-    let model = tiny_model(&dir);
+    let tmp = temp_dir("inspect");
+    let dir = tmp.path();
+    let model = tiny_model(dir);
     let (ok, stdout, stderr) = phobos(&["inspect", model.to_str().unwrap(), "--tensors"]);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("tokenizer.ggml.model"), "{stdout}");
@@ -68,7 +71,6 @@ fn inspect_reports_metadata_and_tensors() {
         "{stdout}"
     );
     assert!(stdout.contains("output.weight"), "{stdout}");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

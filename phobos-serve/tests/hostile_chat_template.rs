@@ -8,10 +8,12 @@ use std::process::Command;
 
 mod common;
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("phobos-chat-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory, removed when the guard drops.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("phobos-chat-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// The tiny model with `template` as its chat template.
@@ -60,9 +62,10 @@ const HOSTILE: &[(&str, &str, &str)] = &[
 
 #[test]
 fn inspect_and_tokenize_refuse_runaway_templates_with_status_1() {
-    let dir = temp_dir("hostile");
+    let tmp = temp_dir("hostile");
+    let dir = tmp.path();
     for (name, template, expected) in HOSTILE {
-        let model = model_with_template(&dir, name, template);
+        let model = model_with_template(dir, name, template);
         let model = model.to_str().unwrap();
         for args in [vec!["inspect", model], vec!["tokenize", model, "hi"]] {
             let (code, _, stderr) = phobos(&args);
@@ -79,9 +82,10 @@ fn inspect_and_tokenize_refuse_runaway_templates_with_status_1() {
 
 #[test]
 fn inspect_summarizes_a_sane_template() {
-    let dir = temp_dir("sane");
+    let tmp = temp_dir("sane");
+    let dir = tmp.path();
     let template = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}";
-    let model = model_with_template(&dir, "sane", template);
+    let model = model_with_template(dir, "sane", template);
     let (code, stdout, stderr) = phobos(&["inspect", model.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{stderr}");
     let expected = format!(

@@ -2,16 +2,18 @@
 //! with status 1 and a message naming what is wrong, never a panic (101)
 //! or an abort.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use phobos_models::gguf::GgufWriter;
 use phobos_models::quant::GgmlType;
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("phobos-hostile-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory, removed when the guard drops.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("phobos-hostile-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// A file with a working vocabulary, so `tokenize` would succeed but for
@@ -105,7 +107,8 @@ fn run_phobos(args: &[&str]) -> (Option<i32>, String) {
 /// Both commands on `bytes`: exit status 1, every `expected` fragment in
 /// the message, no panic.
 fn refused(name: &str, bytes: &[u8], expected: &[&str]) {
-    let dir = temp_dir(name);
+    let tmp = temp_dir(name);
+    let dir = tmp.path();
     let path = dir.join(format!("{name}.gguf"));
     std::fs::write(&path, bytes).unwrap();
     let path = path.to_str().unwrap();
@@ -124,12 +127,12 @@ fn refused(name: &str, bytes: &[u8], expected: &[&str]) {
             );
         }
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn the_undamaged_model_works() {
-    let dir = temp_dir("good");
+    let tmp = temp_dir("good");
+    let dir = tmp.path();
     let path = dir.join("good.gguf");
     std::fs::write(&path, good_model()).unwrap();
     let path = path.to_str().unwrap();
@@ -137,7 +140,6 @@ fn the_undamaged_model_works() {
     assert_eq!(code, Some(0), "{stderr}");
     let (code, stderr) = run_phobos(&["tokenize", path, "hi"]);
     assert_eq!(code, Some(0), "{stderr}");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

@@ -19,7 +19,9 @@ def main():
     url, reasoning, answer, screenshot = sys.argv[1:5]
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
-    profile = tempfile.mkdtemp(prefix="phobos-chromium-")
+    # Chromium's profile (tens of MB) goes with the test.
+    profile_dir = tempfile.TemporaryDirectory(prefix="phobos-chromium-")
+    profile = profile_dir.name
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1000,700"):
@@ -49,6 +51,7 @@ def main():
         print(f"ok chat page ({seen} deltas)")
     finally:
         driver.quit()
+        profile_dir.cleanup()
 
 
 if __name__ == "__main__":

@@ -132,7 +132,18 @@ fn names_ptx(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("ptx"))
 }
 
-fn main() -> anyhow::Result<ExitCode> {
+/// Source errors render with their spans, exit status 1; other errors
+/// print as one line, `error: ` and their causes, also status 1 (usage
+/// errors are clap's, status 2): no backtrace even under `RUST_BACKTRACE`,
+/// which `fn main() -> Result` would print.
+fn main() -> ExitCode {
+    run().unwrap_or_else(|err| {
+        eprintln!("error: {err:#}");
+        ExitCode::FAILURE
+    })
+}
+
+fn run() -> anyhow::Result<ExitCode> {
     let args = Args::parse();
     let emit = args.emit()?;
     let text = std::fs::read_to_string(&args.file)

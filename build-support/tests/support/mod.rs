@@ -18,8 +18,11 @@ pub fn ptxas() -> Option<PathBuf> {
 
 /// Assembles `ptx` for `chip`; panics with ptxas's message on failure.
 pub fn assemble(ptxas: &Path, ptx: &str, chip: &str, what: &str) {
-    let dir = std::env::temp_dir().join(format!("phobos-mlir-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("phobos-mlir-test-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let stem = format!(
         "{}_{chip}",
         what.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
@@ -33,10 +36,13 @@ pub fn assemble(ptxas: &Path, ptx: &str, chip: &str, what: &str) {
         .arg(dir.join(format!("{stem}.cubin")))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "ptxas -arch={chip} rejected {what}:\n{}\n(PTX kept at {})",
-        String::from_utf8_lossy(&out.stderr),
-        ptx_path.display()
-    );
+    if !out.status.success() {
+        // The PTX stays for whoever reads the failure.
+        let _kept = tmp.keep();
+        panic!(
+            "ptxas -arch={chip} rejected {what}:\n{}\n(PTX kept at {})",
+            String::from_utf8_lossy(&out.stderr),
+            ptx_path.display()
+        );
+    }
 }

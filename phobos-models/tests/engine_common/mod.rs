@@ -271,9 +271,10 @@ fn qwen35_layer(il: usize, add: &mut AddTensor<'_>, ty: GgmlType) {
     add("ffn_down.weight", vec![n_ff, d], ty, 0.3, 0.0);
 }
 
-/// A fresh directory under the target's temp space for one test.
-pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("phobos-engine-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory for one test, removed when the guard drops.
+pub fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("phobos-engine-{name}-"))
+        .tempdir()
+        .unwrap()
 }

@@ -181,7 +181,7 @@ fn fill(
 }
 
 fn time_prompt(model: &Model, depth: usize, n: usize, batch: usize) -> anyhow::Result<f64> {
-    let mut session = model.new_session(depth + n)?;
+    let mut session = model.new_session(depth.saturating_add(n))?;
     fill(model, &mut session, &random_tokens(model, depth, 1), batch)?;
     let tokens = random_tokens(model, n, 2);
     let t0 = Instant::now();
@@ -190,7 +190,7 @@ fn time_prompt(model: &Model, depth: usize, n: usize, batch: usize) -> anyhow::R
 }
 
 fn time_gen(model: &Model, depth: usize, n: usize, batch: usize) -> anyhow::Result<f64> {
-    let mut session = model.new_session(depth + n)?;
+    let mut session = model.new_session(depth.saturating_add(n))?;
     fill(model, &mut session, &random_tokens(model, depth, 1), batch)?;
     let tokens = random_tokens(model, n, 3);
     let t0 = Instant::now();

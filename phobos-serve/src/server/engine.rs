@@ -40,7 +40,8 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<EngineBackend> {
     let template_source =
         Gguf::open(&args.model).with_context(|| format!("opening {}", args.model.display()))?;
     let (_, template) =
-        load::tokenizer_and_template(&template_source, args.chat_template_file.as_deref())?;
+        load::tokenizer_and_template(&template_source, args.chat_template_file.as_deref())
+            .with_context(|| args.model.display().to_string())?;
     let requested = args.context_len_per_slot();
     let context_len_per_slot = requested.min(model.n_ctx_train()).max(1);
     if context_len_per_slot < requested {

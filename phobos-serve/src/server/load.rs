@@ -70,7 +70,8 @@ pub fn tokenizer_and_template(
 pub fn scripted(args: &ServeArgs, script: &Path) -> anyhow::Result<ScriptedBackend> {
     let gguf =
         Gguf::open(&args.model).with_context(|| format!("opening {}", args.model.display()))?;
-    let (tokenizer, template) = tokenizer_and_template(&gguf, args.chat_template_file.as_deref())?;
+    let (tokenizer, template) = tokenizer_and_template(&gguf, args.chat_template_file.as_deref())
+        .with_context(|| args.model.display().to_string())?;
     ScriptedBackend::new(
         model_id(args),
         tokenizer,

@@ -210,10 +210,10 @@ where
                 .await
         });
         let load_args = args.clone();
+        // Every error of `load` names the file already.
         let backend = tokio::task::spawn_blocking(move || load(&load_args))
             .await
-            .context("the model loader panicked")?
-            .with_context(|| format!("loading {}", args.model.display()))?;
+            .context("the model loader panicked")??;
         let backend = Arc::new(backend);
         let scheduler = scheduler::start(
             backend.clone(),

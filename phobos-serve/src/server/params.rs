@@ -150,7 +150,6 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// The fields chat and text completions share.
 /// A list of token ids from request field `param`, each below `n_vocab`.
 pub fn token_ids(items: &[Value], n_vocab: usize, param: &str) -> Result<Vec<u32>, ApiError> {
     items
@@ -165,6 +164,7 @@ pub fn token_ids(items: &[Value], n_vocab: usize, param: &str) -> Result<Vec<u32
         .collect()
 }
 
+/// The fields chat and text completions share.
 #[derive(Debug, Clone)]
 pub struct CommonParams {
     pub sampling: SamplingParams,

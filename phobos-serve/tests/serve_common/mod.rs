@@ -40,10 +40,12 @@ pub fn qwen() -> Option<(PathBuf, PathBuf)> {
     ))
 }
 
-pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("phobos-serve-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory, removed when the guard drops.
+pub fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("phobos-serve-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 pub struct Server {
@@ -53,6 +55,8 @@ pub struct Server {
     /// How long a request may take to answer (the real engine on a busy
     /// CPU is slow).
     read_timeout: Duration,
+    /// Holds the `--test-script` file until the server is gone.
+    _script_dir: Option<tempfile::TempDir>,
 }
 
 impl Server {
@@ -65,19 +69,15 @@ impl Server {
     /// As [`Server::start`]; `wait_ready` false returns once it listens
     /// (while the model may still be loading).
     pub fn spawn(model: &Path, script_json: &str, extra: &[&str], wait_ready: bool) -> Server {
-        let dir = temp_dir("script");
-        let script = dir.join(format!(
-            "script-{}.json",
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
+        let script_dir = temp_dir("script");
+        let script = script_dir.path().join("script.json");
         std::fs::write(&script, script_json).unwrap();
         let script = script.to_string_lossy().into_owned();
         let mut args = vec!["--test-script", script.as_str()];
         args.extend_from_slice(extra);
-        Self::spawn_with(model, &args, wait_ready)
+        let mut server = Self::spawn_with(model, &args, wait_ready);
+        server._script_dir = Some(script_dir);
+        server
     }
 
     /// `phobos serve MODEL --listen 127.0.0.1:0 --no-dashboard EXTRA...`
@@ -121,6 +121,7 @@ impl Server {
             addr,
             model_id,
             read_timeout: Duration::from_secs(30),
+            _script_dir: None,
         }
     }
 

@@ -29,26 +29,13 @@ use crate::ir::{Builtin, Expr, ExprKind, ShapeExpr};
 pub fn is_elementwise(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Unary { .. } | ExprKind::Binary { .. } | ExprKind::Cast(_) => true,
-        ExprKind::Call { func, .. } => matches!(
-            func,
-            Builtin::Exp
-                | Builtin::Log
-                | Builtin::Sqrt
-                | Builtin::Rsqrt
-                | Builtin::Tanh
-                | Builtin::Sigmoid
-                | Builtin::Silu
-                | Builtin::Gelu
-                | Builtin::Sin
-                | Builtin::Cos
-                | Builtin::Abs
-                | Builtin::Floor
-                | Builtin::Round
-                | Builtin::Min
-                | Builtin::Max
-                | Builtin::Where
-                | Builtin::Cdiv
-        ),
+        ExprKind::Call { func, .. } => {
+            func.is_float_unary()
+                || matches!(
+                    func,
+                    Builtin::Abs | Builtin::Min | Builtin::Max | Builtin::Where | Builtin::Cdiv
+                )
+        }
         _ => false,
     }
 }

@@ -30,10 +30,15 @@ fn artifact(source_hash: u64) -> KernelArtifact {
     }
 }
 
-fn temp_path(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("phobos-tune-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir.join("cuda-tune.txt")
+/// A cache path in a folder that does not exist yet (the cache makes it),
+/// under a directory removed when the guard drops.
+fn temp_path(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("phobos-tune-{name}-"))
+        .tempdir()
+        .unwrap();
+    let path = tmp.path().join("cache").join("cuda-tune.txt");
+    (tmp, path)
 }
 
 #[test]
@@ -75,7 +80,7 @@ fn keys_hold_every_part_and_bucket_shapes() {
 
 #[test]
 fn winners_round_trip_and_stale_keys_miss() {
-    let path = temp_path("round-trip");
+    let (_tmp, path) = temp_path("round-trip");
     let key = TuneKey::new(&gpu(), &artifact(1), &[64, 64, 64]);
     let tuned = Tuned {
         config: vec![("BM".into(), 128), ("BN".into(), 64)],
@@ -94,7 +99,7 @@ fn winners_round_trip_and_stale_keys_miss() {
 
 #[test]
 fn corrupt_lines_and_other_formats_are_misses() {
-    let path = temp_path("corrupt");
+    let (_tmp, path) = temp_path("corrupt");
     let key = TuneKey::new(&gpu(), &artifact(1), &[64]);
     let other = TuneKey::new(&gpu(), &artifact(1), &[4096]);
     let mut cache = TuneCache::load(&path).unwrap();

@@ -258,39 +258,34 @@ pub(crate) fn format(quant: QuantType) -> Option<Format> {
         group_len: 32,
         ggml,
     };
+    // The legacy symmetric formats: `d * level`, ggml's signed term.
+    let signed = |block_bytes: i64, level: Q| {
+        let value = fmul(half(0), to_f(level.clone()));
+        legacy(
+            block_bytes,
+            level,
+            value,
+            Some((Partner::Q8_0, Term::Signed)),
+        )
+    };
+    // The legacy formats with a min `m` at byte 2: `d * level + m`.
+    let offset = |block_bytes: i64, level: Q| {
+        let value = fadd(fmul(half(0), to_f(level.clone())), half(2));
+        let term = Term::Offset { m: half(2) };
+        legacy(block_bytes, level, value, Some((Partner::Q8_1, term)))
+    };
     Some(match quant {
-        Q4_0 => {
-            let level = sub(nibble32(2, e()), int(8));
-            let value = fmul(half(0), to_f(level.clone()));
-            legacy(18, level, value, Some((Partner::Q8_0, Term::Signed)))
-        }
-        Q4_1 => {
-            let level = nibble32(4, e());
-            let value = fadd(fmul(half(0), to_f(level.clone())), half(2));
-            let term = Term::Offset { m: half(2) };
-            legacy(20, level, value, Some((Partner::Q8_1, term)))
-        }
-        Q5_0 => {
-            let level = sub(or(nibble32(6, e()), fifth_bit(2)), int(16));
-            let value = fmul(half(0), to_f(level.clone()));
-            legacy(22, level, value, Some((Partner::Q8_0, Term::Signed)))
-        }
-        Q5_1 => {
-            let level = or(nibble32(8, e()), fifth_bit(4));
-            let value = fadd(fmul(half(0), to_f(level.clone())), half(2));
-            let term = Term::Offset { m: half(2) };
-            legacy(24, level, value, Some((Partner::Q8_1, term)))
-        }
+        Q4_0 => signed(18, sub(nibble32(2, e()), int(8))),
+        Q4_1 => offset(20, nibble32(4, e())),
+        Q5_0 => signed(22, sub(or(nibble32(6, e()), fifth_bit(2)), int(16))),
+        Q5_1 => offset(24, or(nibble32(8, e()), fifth_bit(4))),
         Q8_0 => {
             let level = sbyte(add(int(2), e()));
+            // phobos-quant multiplies in this order for q8_0.
             let value = fmul(to_f(level.clone()), half(0));
             legacy(34, level, value, Some((Partner::Q8_0, Term::Signed)))
         }
-        Iq4Nl => {
-            let level = Q::Table16(&IQ4NL_LEVELS, Box::new(nibble32(2, e())));
-            let value = fmul(half(0), to_f(level.clone()));
-            legacy(18, level, value, Some((Partner::Q8_0, Term::Signed)))
-        }
+        Iq4Nl => signed(18, Q::Table16(&IQ4NL_LEVELS, Box::new(nibble32(2, e())))),
         Q2K => {
             // qs at 16: byte (e/128)*32 + e%32, 2 bits at (e/32)%4.
             let level = and(
