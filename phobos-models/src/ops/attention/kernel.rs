@@ -3,7 +3,7 @@
 //!
 //! Query vectors sit in SIMD lanes: `Q` is transposed once per task into
 //! `[head_dim][L]`, so every step is elementwise across lanes and
-//! vectorizes as it stands, without horizontal sums:
+//! needs no horizontal sums:
 //!
 //! - scores `S[j][l] = sum_d K[j][d] * Qt[d][l]` (a key element broadcast,
 //!   `L` lanes of queries multiplied and added),
@@ -14,9 +14,12 @@
 //!
 //! Keys and values are converted from the f16 cache a block of rows at a
 //! time (F16C / AVX-512 conversions where the CPU has them), so the inner
-//! loops read f32 from L1/L2. The body is one generic function compiled
-//! three times: for AVX-512, for AVX2 + FMA + F16C, and portably; the
-//! caller picks one at run time.
+//! loops read f32 from L1/L2. The two products (`L x dk x keys`
+//! multiply-adds each, nearly all the work) are register tiles of
+//! `TILE_ROWS x L` lanes over a small [`Vector`] trait (AVX-512, AVX
+//! + FMA, or plain four-lane arrays); the body is one generic function
+//! compiled three times (AVX-512, AVX2 + FMA + F16C, portable) and picked
+//! at run time.
 
 use std::cell::RefCell;
 
@@ -149,32 +152,47 @@ pub(super) fn run_task(problem: &Problem<'_>, task: Task, lanes: Lanes, isa: Isa
     });
 }
 
-/// What differs between the compiled copies of the body.
+/// What differs between the compiled copies of the body: the f16 row
+/// conversion and which vectors carry `lanes` query lanes.
 trait Simd {
-    /// `a * b + c` rounds once (the target has FMA).
-    const FMA: bool;
     fn f16_to_f32(src: &[f16], dst: &mut [f32]);
+    fn scores(lanes: usize, q_t: &[f32], keys: &[f32], dk: usize, scores: &mut [f32]);
+    fn values(lanes: usize, weights: &[f32], values: &[f32], dv: usize, out_t: &mut [f32]);
 }
 
 struct Portable;
 
 impl Simd for Portable {
-    const FMA: bool = false;
     #[inline(always)]
     fn f16_to_f32(src: &[f16], dst: &mut [f32]) {
         use half::slice::HalfFloatSliceExt;
         src.convert_to_f32_slice(dst);
     }
-}
-
-#[inline(always)]
-fn madd<S: Simd>(a: f32, b: f32, c: f32) -> f32 {
-    if S::FMA { a.mul_add(b, c) } else { a * b + c }
+    #[inline(always)]
+    fn scores(lanes: usize, q_t: &[f32], keys: &[f32], dk: usize, scores: &mut [f32]) {
+        match lanes {
+            32 => block_scores::<Plain4, 8>(q_t, keys, dk, scores),
+            16 => block_scores::<Plain4, 4>(q_t, keys, dk, scores),
+            8 => block_scores::<Plain4, 2>(q_t, keys, dk, scores),
+            _ => block_scores::<Plain4, 1>(q_t, keys, dk, scores),
+        }
+    }
+    #[inline(always)]
+    fn values(lanes: usize, weights: &[f32], values: &[f32], dv: usize, out_t: &mut [f32]) {
+        match lanes {
+            32 => accumulate_values::<Plain4, 8>(weights, values, dv, out_t),
+            16 => accumulate_values::<Plain4, 4>(weights, values, dv, out_t),
+            8 => accumulate_values::<Plain4, 2>(weights, values, dv, out_t),
+            _ => accumulate_values::<Plain4, 1>(weights, values, dv, out_t),
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Lanes, Problem, Scratch, Simd, Task, task_body};
+    use super::{
+        Lanes, Problem, Scratch, Simd, Task, Vector, accumulate_values, block_scores, task_body,
+    };
     use half::f16;
     use std::arch::x86_64::*;
 
@@ -182,21 +200,140 @@ mod x86 {
     pub(super) struct Avx2;
 
     impl Simd for Avx512 {
-        const FMA: bool = true;
         #[inline(always)]
         fn f16_to_f32(src: &[f16], dst: &mut [f32]) {
             // SAFETY: this type is only used inside `avx512`, whose caller
             // checked the CPU has AVX-512 F.
             unsafe { convert_avx512(src, dst) }
         }
+        #[inline(always)]
+        fn scores(lanes: usize, q_t: &[f32], keys: &[f32], dk: usize, scores: &mut [f32]) {
+            match lanes {
+                32 => block_scores::<Z16, 2>(q_t, keys, dk, scores),
+                16 => block_scores::<Z16, 1>(q_t, keys, dk, scores),
+                8 => block_scores::<Y8, 1>(q_t, keys, dk, scores),
+                _ => block_scores::<X4, 1>(q_t, keys, dk, scores),
+            }
+        }
+        #[inline(always)]
+        fn values(lanes: usize, weights: &[f32], values: &[f32], dv: usize, out_t: &mut [f32]) {
+            match lanes {
+                32 => accumulate_values::<Z16, 2>(weights, values, dv, out_t),
+                16 => accumulate_values::<Z16, 1>(weights, values, dv, out_t),
+                8 => accumulate_values::<Y8, 1>(weights, values, dv, out_t),
+                _ => accumulate_values::<X4, 1>(weights, values, dv, out_t),
+            }
+        }
     }
 
     impl Simd for Avx2 {
-        const FMA: bool = true;
         #[inline(always)]
         fn f16_to_f32(src: &[f16], dst: &mut [f32]) {
             // SAFETY: only used inside `avx2`, whose caller checked F16C.
             unsafe { convert_f16c(src, dst) }
+        }
+        #[inline(always)]
+        fn scores(lanes: usize, q_t: &[f32], keys: &[f32], dk: usize, scores: &mut [f32]) {
+            match lanes {
+                32 => block_scores::<Y8, 4>(q_t, keys, dk, scores),
+                16 => block_scores::<Y8, 2>(q_t, keys, dk, scores),
+                8 => block_scores::<Y8, 1>(q_t, keys, dk, scores),
+                _ => block_scores::<X4, 1>(q_t, keys, dk, scores),
+            }
+        }
+        #[inline(always)]
+        fn values(lanes: usize, weights: &[f32], values: &[f32], dv: usize, out_t: &mut [f32]) {
+            match lanes {
+                32 => accumulate_values::<Y8, 4>(weights, values, dv, out_t),
+                16 => accumulate_values::<Y8, 2>(weights, values, dv, out_t),
+                8 => accumulate_values::<Y8, 1>(weights, values, dv, out_t),
+                _ => accumulate_values::<X4, 1>(weights, values, dv, out_t),
+            }
+        }
+    }
+
+    /// 16 lanes; needs AVX-512 F.
+    #[derive(Clone, Copy)]
+    pub(super) struct Z16(__m512);
+    /// 8 lanes; needs AVX and FMA.
+    #[derive(Clone, Copy)]
+    pub(super) struct Y8(__m256);
+    /// 4 lanes; needs FMA.
+    #[derive(Clone, Copy)]
+    pub(super) struct X4(__m128);
+
+    // SAFETY (every method below): the types are only used inside `avx512`
+    // / `avx2`, compiled with (and called after checking) the features
+    // each names; pointers are kept in bounds by the callers.
+    impl Vector for Z16 {
+        const WIDTH: usize = 16;
+        #[inline(always)]
+        unsafe fn zero() -> Self {
+            Z16(unsafe { _mm512_setzero_ps() })
+        }
+        #[inline(always)]
+        unsafe fn splat(x: f32) -> Self {
+            Z16(unsafe { _mm512_set1_ps(x) })
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            Z16(unsafe { _mm512_loadu_ps(p) })
+        }
+        #[inline(always)]
+        unsafe fn store(p: *mut f32, v: Self) {
+            unsafe { _mm512_storeu_ps(p, v.0) }
+        }
+        #[inline(always)]
+        unsafe fn madd(a: Self, b: Self, c: Self) -> Self {
+            Z16(unsafe { _mm512_fmadd_ps(a.0, b.0, c.0) })
+        }
+    }
+
+    impl Vector for Y8 {
+        const WIDTH: usize = 8;
+        #[inline(always)]
+        unsafe fn zero() -> Self {
+            Y8(unsafe { _mm256_setzero_ps() })
+        }
+        #[inline(always)]
+        unsafe fn splat(x: f32) -> Self {
+            Y8(unsafe { _mm256_set1_ps(x) })
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            Y8(unsafe { _mm256_loadu_ps(p) })
+        }
+        #[inline(always)]
+        unsafe fn store(p: *mut f32, v: Self) {
+            unsafe { _mm256_storeu_ps(p, v.0) }
+        }
+        #[inline(always)]
+        unsafe fn madd(a: Self, b: Self, c: Self) -> Self {
+            Y8(unsafe { _mm256_fmadd_ps(a.0, b.0, c.0) })
+        }
+    }
+
+    impl Vector for X4 {
+        const WIDTH: usize = 4;
+        #[inline(always)]
+        unsafe fn zero() -> Self {
+            X4(unsafe { _mm_setzero_ps() })
+        }
+        #[inline(always)]
+        unsafe fn splat(x: f32) -> Self {
+            X4(unsafe { _mm_set1_ps(x) })
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            X4(unsafe { _mm_loadu_ps(p) })
+        }
+        #[inline(always)]
+        unsafe fn store(p: *mut f32, v: Self) {
+            unsafe { _mm_storeu_ps(p, v.0) }
+        }
+        #[inline(always)]
+        unsafe fn madd(a: Self, b: Self, c: Self) -> Self {
+            X4(unsafe { _mm_fmadd_ps(a.0, b.0, c.0) })
         }
     }
 
@@ -344,7 +481,7 @@ fn task_body<const L: usize, S: Simd>(
                 &mut keys[j * dk..(j + 1) * dk],
             );
         }
-        block_scores::<L, S>(q_t, &keys[..jn * dk], dk, &mut scores[..jn * L]);
+        S::scores(L, q_t, &keys[..jn * dk], dk, &mut scores[..jn * L]);
         let scores = &mut scores[..jn * L];
         if let Some(cap) = shape.softcap {
             let inv = 1.0 / cap;
@@ -404,7 +541,7 @@ fn task_body<const L: usize, S: Simd>(
                 &mut values[j * dv..(j + 1) * dv],
             );
         }
-        accumulate_values::<L, S>(scores, &values[..jn * dv], dv, out_t);
+        S::values(L, scores, &values[..jn * dv], dv, out_t);
         j0 += jn;
     }
 
@@ -420,80 +557,134 @@ fn task_body<const L: usize, S: Simd>(
     }
 }
 
-/// `scores[j][l] = sum_d keys[j][d] * q_t[d][l]` for the block's keys.
+/// `scores[j][l] = sum_d keys[j][d] * q_t[d][l]` for the block's keys,
+/// `L` lanes as `C` vectors of `V`.
 #[inline(always)]
-fn block_scores<const L: usize, S: Simd>(q_t: &[f32], keys: &[f32], dk: usize, scores: &mut [f32]) {
-    let (q_t, _) = q_t.as_chunks::<L>();
-    let (score_rows, _) = scores.as_chunks_mut::<L>();
-    let mut key_tiles = keys.chunks_exact(TILE_ROWS * dk);
-    let mut out_tiles = score_rows.chunks_exact_mut(TILE_ROWS);
-    for (tile, out) in (&mut key_tiles).zip(&mut out_tiles) {
-        let mut acc = [[0f32; L]; TILE_ROWS];
-        let rows: [&[f32]; TILE_ROWS] = std::array::from_fn(|r| &tile[r * dk..(r + 1) * dk]);
-        for (d, q) in q_t.iter().enumerate().take(dk) {
-            for r in 0..TILE_ROWS {
-                let k = rows[r][d];
-                for l in 0..L {
-                    acc[r][l] = madd::<S>(k, q[l], acc[r][l]);
+fn block_scores<V: Vector, const C: usize>(
+    q_t: &[f32],
+    keys: &[f32],
+    dk: usize,
+    scores: &mut [f32],
+) {
+    let lanes = C * V::WIDTH;
+    let n_keys = keys.len() / dk.max(1);
+    assert!(q_t.len() >= dk * lanes && scores.len() >= n_keys * lanes);
+    let (q_ptr, s_ptr) = (q_t.as_ptr(), scores.as_mut_ptr());
+    let mut j = 0;
+    while j < n_keys {
+        let rows = (n_keys - j).min(TILE_ROWS);
+        let key_rows: [&[f32]; TILE_ROWS] =
+            std::array::from_fn(|r| &keys[(j + r.min(rows - 1)) * dk..][..dk]);
+        // SAFETY: the assert above bounds every lane read of `q_t` (rows
+        // `d < dk`) and write of `scores` (rows `j + r < n_keys`); the
+        // vector ops need the features the caller compiled for (`Vector`).
+        unsafe {
+            let mut acc = [[V::zero(); C]; TILE_ROWS];
+            for d in 0..dk {
+                let q_row = q_ptr.add(d * lanes);
+                let q: [V; C] = std::array::from_fn(|c| V::load(q_row.add(c * V::WIDTH)));
+                for r in 0..TILE_ROWS {
+                    let k = V::splat(key_rows[r][d]);
+                    for c in 0..C {
+                        acc[r][c] = V::madd(k, q[c], acc[r][c]);
+                    }
+                }
+            }
+            for (r, acc_row) in acc.iter().enumerate().take(rows) {
+                for (c, v) in acc_row.iter().enumerate() {
+                    V::store(s_ptr.add((j + r) * lanes + c * V::WIDTH), *v);
                 }
             }
         }
-        for (o, a) in out.iter_mut().zip(&acc) {
-            *o = *a;
-        }
-    }
-    for (row, out) in key_tiles
-        .remainder()
-        .chunks_exact(dk)
-        .zip(out_tiles.into_remainder())
-    {
-        let mut acc = [0f32; L];
-        for (q, &k) in q_t.iter().zip(row) {
-            for l in 0..L {
-                acc[l] = madd::<S>(k, q[l], acc[l]);
-            }
-        }
-        *out = acc;
+        j += rows;
     }
 }
 
 /// `out_t[d][l] += sum_j values[j][d] * weights[j][l]`.
 #[inline(always)]
-fn accumulate_values<const L: usize, S: Simd>(
+fn accumulate_values<V: Vector, const C: usize>(
     weights: &[f32],
     values: &[f32],
     dv: usize,
     out_t: &mut [f32],
 ) {
-    let (weights, _) = weights.as_chunks::<L>();
-    let (out_rows, _) = out_t.as_chunks_mut::<L>();
+    let lanes = C * V::WIDTH;
+    let n_keys = weights.len() / lanes;
+    assert!(values.len() >= n_keys * dv && out_t.len() >= dv * lanes);
+    let (w_ptr, o_ptr) = (weights.as_ptr(), out_t.as_mut_ptr());
     let mut d0 = 0;
-    for tile in out_rows.chunks_mut(TILE_ROWS) {
-        if tile.len() == TILE_ROWS {
-            let mut acc: [[f32; L]; TILE_ROWS] = std::array::from_fn(|r| tile[r]);
-            for (j, w) in weights.iter().enumerate() {
-                let v = &values[j * dv + d0..j * dv + d0 + TILE_ROWS];
+    while d0 < dv {
+        let cols = (dv - d0).min(TILE_ROWS);
+        // SAFETY: the assert bounds `weights` rows `j < n_keys`, `out_t`
+        // rows `d0 + r < dv` and `values[j * dv + d0 + r]`; features as in
+        // `block_scores`.
+        unsafe {
+            let mut acc = [[V::zero(); C]; TILE_ROWS];
+            for (r, acc_row) in acc.iter_mut().enumerate().take(cols) {
+                for (c, v) in acc_row.iter_mut().enumerate() {
+                    *v = V::load(o_ptr.add((d0 + r) * lanes + c * V::WIDTH));
+                }
+            }
+            for j in 0..n_keys {
+                let w_row = w_ptr.add(j * lanes);
+                let w: [V; C] = std::array::from_fn(|c| V::load(w_row.add(c * V::WIDTH)));
+                let v_row = values.as_ptr().add(j * dv + d0);
                 for r in 0..TILE_ROWS {
-                    for l in 0..L {
-                        acc[r][l] = madd::<S>(v[r], w[l], acc[r][l]);
+                    // Columns past `cols` reread the last one; never stored.
+                    let v = V::splat(*v_row.add(r.min(cols - 1)));
+                    for c in 0..C {
+                        acc[r][c] = V::madd(v, w[c], acc[r][c]);
                     }
                 }
             }
-            for (o, a) in tile.iter_mut().zip(&acc) {
-                *o = *a;
-            }
-        } else {
-            for (r, o) in tile.iter_mut().enumerate() {
-                let mut acc = *o;
-                for (j, w) in weights.iter().enumerate() {
-                    let v = values[j * dv + d0 + r];
-                    for l in 0..L {
-                        acc[l] = madd::<S>(v, w[l], acc[l]);
-                    }
+            for (r, acc_row) in acc.iter().enumerate().take(cols) {
+                for (c, v) in acc_row.iter().enumerate() {
+                    V::store(o_ptr.add((d0 + r) * lanes + c * V::WIDTH), *v);
                 }
-                *o = acc;
             }
         }
-        d0 += TILE_ROWS;
+        d0 += cols;
+    }
+}
+
+/// A SIMD register of `WIDTH` f32 lanes. Implementations use instructions
+/// the caller must have checked for (each type names its features).
+pub(super) trait Vector: Copy {
+    const WIDTH: usize;
+    unsafe fn zero() -> Self;
+    unsafe fn splat(x: f32) -> Self;
+    unsafe fn load(p: *const f32) -> Self;
+    unsafe fn store(p: *mut f32, v: Self);
+    /// `a * b + c`.
+    unsafe fn madd(a: Self, b: Self, c: Self) -> Self;
+}
+
+/// Four lanes in plain Rust (the portable fallback).
+#[derive(Clone, Copy)]
+pub(super) struct Plain4([f32; 4]);
+
+impl Vector for Plain4 {
+    const WIDTH: usize = 4;
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        Plain4([0.0; 4])
+    }
+    #[inline(always)]
+    unsafe fn splat(x: f32) -> Self {
+        Plain4([x; 4])
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> Self {
+        // SAFETY: the caller keeps `p..p + 4` in bounds.
+        Plain4(unsafe { p.cast::<[f32; 4]>().read_unaligned() })
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut f32, v: Self) {
+        // SAFETY: as for `load`.
+        unsafe { p.cast::<[f32; 4]>().write_unaligned(v.0) }
+    }
+    #[inline(always)]
+    unsafe fn madd(a: Self, b: Self, c: Self) -> Self {
+        Plain4(std::array::from_fn(|i| a.0[i] * b.0[i] + c.0[i]))
     }
 }
