@@ -1,14 +1,9 @@
 //! Gated activations of the feed-forward block: `out = act(gate) * up`.
 
-use phobos_rt::host::math::tanh_f32;
-
 /// GELU, tanh approximation (ggml's `gelu` and Gemma's `gelu_pytorch_tanh`).
-/// The tanh is phobos-rt's branch-free polynomial (3 ulp), so a row of
-/// them vectorizes where libm's `tanhf` is one opaque call per element.
-#[inline(always)]
 pub fn gelu_tanh(x: f32) -> f32 {
     const SQRT_2_OVER_PI: f32 = 0.797_884_6;
-    0.5 * x * (1.0 + tanh_f32(SQRT_2_OVER_PI * x * (1.0 + 0.044_715 * x * x)))
+    0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (1.0 + 0.044_715 * x * x)).tanh())
 }
 
 pub fn silu(x: f32) -> f32 {
