@@ -16,10 +16,10 @@
 //! time (F16C / AVX-512 conversions where the CPU has them), so the inner
 //! loops read f32 from L1/L2. The two products (`L x dk x keys`
 //! multiply-adds each, nearly all the work) are register tiles of
-//! `TILE_ROWS x L` lanes over a small [`Vector`] trait (AVX-512, AVX
-//! + FMA, or plain four-lane arrays); the body is one generic function
-//! compiled three times (AVX-512, AVX2 + FMA + F16C, portable) and picked
-//! at run time.
+//! `TILE_ROWS x L` lanes over a small [`Vector`] trait (AVX-512, AVX with
+//! FMA, or plain four-lane arrays); the body is one generic function
+//! compiled three times (AVX-512, AVX2 with FMA and F16C, portable) and
+//! picked at run time.
 
 use std::cell::RefCell;
 
@@ -559,6 +559,8 @@ fn task_body<const L: usize, S: Simd>(
 
 /// `scores[j][l] = sum_d keys[j][d] * q_t[d][l]` for the block's keys,
 /// `L` lanes as `C` vectors of `V`.
+// Index loops: the tile rows index several parallel arrays at once.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn block_scores<V: Vector, const C: usize>(
     q_t: &[f32],
@@ -601,6 +603,8 @@ fn block_scores<V: Vector, const C: usize>(
 }
 
 /// `out_t[d][l] += sum_j values[j][d] * weights[j][l]`.
+// Index loops: the tile rows index several parallel arrays at once.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn accumulate_values<V: Vector, const C: usize>(
     weights: &[f32],
