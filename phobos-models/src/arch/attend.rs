@@ -2,8 +2,9 @@
 //! and keys, append keys and values to each sequence's cache, attend.
 
 use half::f16;
+use half::slice::HalfFloatSliceExt;
 
-use crate::engine::Session;
+use crate::engine::{Result, Session};
 use crate::ops::attention::{AttentionShape, attention};
 use crate::ops::rope::Rope;
 
@@ -29,7 +30,7 @@ pub(crate) fn attend(
     k: &mut [f32],
     v: &[f32],
     slots: &mut [SeqSlot<'_>],
-) -> Vec<f32> {
+) -> Result<Vec<f32>> {
     let q_width = shape.n_head * shape.head_dim_k;
     let k_width = shape.n_head_kv * shape.head_dim_k;
     let v_width = shape.n_head_kv * shape.head_dim_v;
@@ -40,31 +41,24 @@ pub(crate) fn attend(
         let rows = slot.row0..slot.row0 + slot.n_tokens;
         for (t, row) in rows.clone().enumerate() {
             let pos = slot.pos0 + t;
+            let angles = rope.angles(pos);
             let q_row = &mut q[row * q_width..(row + 1) * q_width];
-            rope.apply(q_row, shape.head_dim_k, pos);
+            rope.apply_angles(q_row, shape.head_dim_k, &angles);
             if q_scale != 1.0 {
                 q_row.iter_mut().for_each(|x| *x *= q_scale);
             }
-            rope.apply(
+            rope.apply_angles(
                 &mut k[row * k_width..(row + 1) * k_width],
                 shape.head_dim_k,
-                pos,
+                &angles,
             );
         }
         let cache = &mut slot.session.kv[layer];
         cache.k_width = k_width;
         cache.v_width = v_width;
         cache.truncate(slot.pos0);
-        cache.k.extend(
-            k[rows.start * k_width..rows.end * k_width]
-                .iter()
-                .map(|&x| f16::from_f32(x)),
-        );
-        cache.v.extend(
-            v[rows.start * v_width..rows.end * v_width]
-                .iter()
-                .map(|&x| f16::from_f32(x)),
-        );
+        append_f16(&mut cache.k, &k[rows.start * k_width..rows.end * k_width]);
+        append_f16(&mut cache.v, &v[rows.start * v_width..rows.end * v_width]);
         attention(
             shape,
             &q[rows.start * q_width..rows.end * q_width],
@@ -72,9 +66,17 @@ pub(crate) fn attend(
             &cache.k,
             &cache.v,
             &mut out[rows.start * out_width..rows.end * out_width],
-        );
+        )?;
     }
-    out
+    Ok(out)
+}
+
+/// Rounds `rows` to f16 onto the end of `cache` (in bulk: F16C where the
+/// CPU has it).
+fn append_f16(cache: &mut Vec<f16>, rows: &[f32]) {
+    let start = cache.len();
+    cache.resize(start + rows.len(), f16::ZERO);
+    cache[start..].convert_from_f32_slice(rows);
 }
 
 /// `a[i] += b[i]`.

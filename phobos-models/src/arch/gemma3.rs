@@ -222,7 +222,7 @@ impl Architecture for Gemma3 {
             window,
             softcap: None,
         };
-        let attn = attend(il, &shape, rope, self.attn_scale, &mut q, &mut k, &v, slots);
+        let attn = attend(il, &shape, rope, self.attn_scale, &mut q, &mut k, &v, slots)?;
         let mut attn_out = layer.out.apply(gguf, &attn, m)?;
         rms_norm_rows(&mut attn_out, &layer.post_attn_norm, self.rms_eps);
         add_in_place(x, &attn_out);

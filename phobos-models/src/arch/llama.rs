@@ -297,7 +297,7 @@ impl Architecture for LlamaLike {
             softcap: None,
         };
         let q_scale = 1.0 / (self.head_dim_k as f32).sqrt();
-        let attn = attend(il, &shape, &self.rope, q_scale, &mut q, &mut k, &v, slots);
+        let attn = attend(il, &shape, &self.rope, q_scale, &mut q, &mut k, &v, slots)?;
         let mut attn_out = layer.out.apply(gguf, &attn, m)?;
         if let Some(b) = &layer.out_bias {
             add_bias(&mut attn_out, b);

@@ -43,6 +43,8 @@ pub enum EngineError {
     ForeignSession,
     #[error(transparent)]
     Matmul(#[from] QMatmulError),
+    #[error(transparent)]
+    Attention(#[from] crate::ops::attention::AttentionError),
     #[error("threads: {0}")]
     Threads(String),
 }

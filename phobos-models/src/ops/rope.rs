@@ -21,15 +21,26 @@ pub struct Rope {
 impl Rope {
     /// Rotates every head of one token's row (`head_dim`-wide heads) at `pos`.
     pub fn apply(&self, row: &mut [f32], head_dim: usize, pos: usize) {
+        self.apply_angles(row, head_dim, &self.angles(pos));
+    }
+
+    /// `(cos, sin)` of each rotated pair's angle at `pos`, shared by every
+    /// head and by a token's queries and keys.
+    pub fn angles(&self, pos: usize) -> Vec<(f32, f32)> {
         let half = self.n_rot / 2;
         let theta_scale = self.freq_base.powf(-2.0 / self.n_rot as f32);
-        // Angles for this position, shared by all heads.
         let mut cos_sin = Vec::with_capacity(half);
         let mut theta = pos as f32 * self.freq_scale;
         for _ in 0..half {
             cos_sin.push((theta.cos(), theta.sin()));
             theta *= theta_scale;
         }
+        cos_sin
+    }
+
+    /// [`Rope::apply`] with the angles from [`Rope::angles`].
+    pub fn apply_angles(&self, row: &mut [f32], head_dim: usize, cos_sin: &[(f32, f32)]) {
+        let half = cos_sin.len();
         for head in row.chunks_mut(head_dim) {
             for (i, &(c, s)) in cos_sin.iter().enumerate() {
                 let (a, b) = match self.style {

@@ -338,7 +338,7 @@ impl Qwen35 {
             &mut k,
             &v,
             slots,
-        );
+        )?;
         for (o, &g) in out.iter_mut().zip(&gate) {
             *o *= 1.0 / (1.0 + (-g).exp());
         }
