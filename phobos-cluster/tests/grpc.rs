@@ -503,7 +503,12 @@ fn tensor_and_plan_commands_name_the_problem() {
     assert!(log_contains(&out, "bad.job:2:"), "{}", log(&out));
     // Cost-model inputs only mean something to the autotuner.
     let out = run(
-        &["plan", d.join("bad.job").to_str().unwrap(), "--vram", "1000"],
+        &[
+            "plan",
+            d.join("bad.job").to_str().unwrap(),
+            "--vram",
+            "1000",
+        ],
         &[],
     );
     assert!(log_contains(&out, "--autotune"), "{}", log(&out));

@@ -146,8 +146,9 @@ impl CudaRunner {
                         return Err(ExecError::Cuda(format!("no buffer for `{}`", p.name)));
                     };
                     let device_tensor = to_device(host, &self.device).map_err(cuda_err)?;
-                    let arg = crate::with_host_tensor!(&device_tensor, t => t.cuda_arg(cuda, *written))
-                        .map_err(cuda_err)?;
+                    let arg =
+                        crate::with_host_tensor!(&device_tensor, t => t.cuda_arg(cuda, *written))
+                            .map_err(cuda_err)?;
                     let KernelArg::Tensor(mut arg) = arg else {
                         return Err(ExecError::Cuda(format!("`{}` is not a tensor", p.name)));
                     };
@@ -254,7 +255,13 @@ fn artifact(
         pruned: &[],
         grid: &[],
         params: leak_slice(params),
-        dims: leak_slice(kernel.dims().into_iter().map(|d| leak(d.to_string())).collect()),
+        dims: leak_slice(
+            kernel
+                .dims()
+                .into_iter()
+                .map(|d| leak(d.to_string()))
+                .collect(),
+        ),
         fingerprint: Fingerprint {
             source_hash: 0,
             compiler_version: fingerprint::COMPILER_VERSION,

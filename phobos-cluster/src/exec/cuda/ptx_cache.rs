@@ -110,7 +110,9 @@ impl PtxCache {
         if let Ok(text) = std::fs::read_to_string(&path) {
             match parse(&text) {
                 Some(hit) => return Ok((hit, true)),
-                None => tracing::warn!(path = %path.display(), "unreadable PTX cache entry; compiling again"),
+                None => {
+                    tracing::warn!(path = %path.display(), "unreadable PTX cache entry; compiling again")
+                }
             }
         }
         let compiled = compile()?;
@@ -177,7 +179,10 @@ mod tests {
         let base = key("kernel k() {}", "sm_80");
         assert_eq!(base.hash(), key("kernel k() {}", "sm_80").hash());
         assert_eq!(base.hash().len(), 64);
-        let mut others = vec![key("kernel k() { }", "sm_80"), key("kernel k() {}", "sm_90")];
+        let mut others = vec![
+            key("kernel k() { }", "sm_80"),
+            key("kernel k() {}", "sm_90"),
+        ];
         let mut k = base.clone();
         k.config = "TILE=64".into();
         others.push(k);
@@ -198,7 +203,9 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let cache = PtxCache::new(&dir);
         let k = key("src", "sm_90");
-        let (first, hit) = cache.get_or_compile(&k, || Ok(ptx(".version 8.0\n"))).unwrap();
+        let (first, hit) = cache
+            .get_or_compile(&k, || Ok(ptx(".version 8.0\n")))
+            .unwrap();
         assert!(!hit);
         assert_eq!(first, ptx(".version 8.0\n"));
         let (again, hit) = cache
@@ -208,7 +215,9 @@ mod tests {
         assert_eq!(again, first);
         // A truncated entry is compiled again and replaced.
         std::fs::write(cache.path(&k), "// phobos-cluster threads=").unwrap();
-        let (fresh, hit) = cache.get_or_compile(&k, || Ok(ptx(".version 8.1\n"))).unwrap();
+        let (fresh, hit) = cache
+            .get_or_compile(&k, || Ok(ptx(".version 8.1\n")))
+            .unwrap();
         assert!(!hit);
         assert_eq!(fresh.ptx, ".version 8.1\n");
         // A compile error is passed on and caches nothing.

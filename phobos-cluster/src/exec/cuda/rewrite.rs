@@ -14,7 +14,11 @@ use phobos_rt::artifact::{AbiParam, AbiParamKind};
 
 /// Names of the appended program-id bases (the language has no `__`
 /// identifiers, so they cannot clash with a kernel's own names).
-pub const PID_BASES: [&str; 3] = ["__phobos_pid_base0", "__phobos_pid_base1", "__phobos_pid_base2"];
+pub const PID_BASES: [&str; 3] = [
+    "__phobos_pid_base0",
+    "__phobos_pid_base1",
+    "__phobos_pid_base2",
+];
 
 /// `kernel` with every `program_id(d)` offset by the parameter
 /// `PID_BASES[d]` (appended, `i32`).
@@ -139,17 +143,26 @@ mod tests {
         for (name, shape, seed) in [("A", [m, k], 1), ("B", [k, n], 2), ("C", [m, n], 3)] {
             init_tensor(&d.join(name), DType::F32, &shape, Fill::Random { seed }).unwrap();
         }
-        let read = |name: &str, shape: &[usize]| read_tensor(&d.join(name), DType::F32, shape).unwrap();
+        let read =
+            |name: &str, shape: &[usize]| read_tensor(&d.join(name), DType::F32, shape).unwrap();
         let c0 = read("C", &[m, n]).to_le_bytes().unwrap();
-        let dims: std::collections::BTreeMap<String, usize> =
-            [("M", m), ("N", n), ("K", k)].map(|(d, v)| (d.to_string(), v)).into();
+        let dims: std::collections::BTreeMap<String, usize> = [("M", m), ("N", n), ("K", k)]
+            .map(|(d, v)| (d.to_string(), v))
+            .into();
         let (lo, hi) = ([1, 1, 0], [3, 2, 1]);
         let run = |kernel: &Kernel, extra: &[(&str, Val)], lo: [usize; 3], hi: [usize; 3]| {
-            let (mut a, mut b, mut c) = (read("A", &[m, k]), read("B", &[k, n]), read("C", &[m, n]));
-            let mut scalars = vec![("alpha", Val::float_scalar(DType::F32, 1.5)), ("beta", Val::float_scalar(DType::F32, 0.5))];
+            let (mut a, mut b, mut c) =
+                (read("A", &[m, k]), read("B", &[k, n]), read("C", &[m, n]));
+            let mut scalars = vec![
+                ("alpha", Val::float_scalar(DType::F32, 1.5)),
+                ("beta", Val::float_scalar(DType::F32, 0.5)),
+            ];
             scalars.extend(extra.iter().cloned());
-            let tensors: Vec<(&str, &mut HostTensor, Vec<usize>)> =
-                vec![("A", &mut a, vec![0, 0]), ("B", &mut b, vec![0, 0]), ("C", &mut c, vec![0, 0])];
+            let tensors: Vec<(&str, &mut HostTensor, Vec<usize>)> = vec![
+                ("A", &mut a, vec![0, 0]),
+                ("B", &mut b, vec![0, 0]),
+                ("C", &mut c, vec![0, 0]),
+            ];
             Program::with_regions(kernel, &config, &dims, tensors, &scalars)
                 .unwrap()
                 .run_block(lo, hi)
@@ -160,7 +173,12 @@ mod tests {
         let bases: Vec<(&str, Val)> = (0..3)
             .map(|i| (PID_BASES[i], Val::int_scalar(DType::I32, lo[i] as i64)))
             .collect();
-        let shifted = run(&rewritten, &bases, [0; 3], [hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]]);
+        let shifted = run(
+            &rewritten,
+            &bases,
+            [0; 3],
+            [hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]],
+        );
         assert!(expected == shifted);
         assert!(expected != c0, "the box wrote nothing");
         std::fs::remove_dir_all(&d).unwrap();
