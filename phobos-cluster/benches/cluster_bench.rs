@@ -30,10 +30,11 @@ fn main() -> anyhow::Result<()> {
         let mut nodes = 1;
         while nodes <= 1024 {
             let options = PlanOptions {
-                nodes,
                 budget_bytes: Some(4 << 30),
                 ingest,
+                autotune: true,
                 machine,
+                ..PlanOptions::new(nodes)
             };
             let started = Instant::now();
             let plan = plan::plan(&job, &binding, &options)?;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SGEMM C = A @ B (f32, N^3) through phobos-cluster: one process running
 # the kernel (`run --in-process --nodes 1`), then a scheduler and K host
-# pods over gRPC on loopback (`run --nodes K`), each timed; bytes moved as
+# pods over gRPC on loopback (`run --nodes K`), each timed, both planned by
+# the cost model (`--autotune`); bytes moved as
 # the pods report them against the cost model's prediction. Prints a
 # Markdown table. Usage: bench_sgemm.sh BIN [N] [NODES...] (default 4096 1 2 4).
 set -euo pipefail
@@ -28,12 +29,12 @@ field() { sed -n "s/.*$1=\([0-9.e+-]*\).*/\1/p" "$2" | tail -n1; }
 echo "| N | mode | pods | wall s | bytes moved | predicted bytes | predicted s | equal to one process |"
 echo "|---:|---|---:|---:|---:|---:|---:|---|"
 t0="$(now)"
-PHOBOS_LOG=info "$bin" run "$(job ref)" --nodes 1 --in-process >/dev/null 2>"$dir/ref.log"
+PHOBOS_LOG=info "$bin" run "$(job ref)" --nodes 1 --in-process --autotune >/dev/null 2>"$dir/ref.log"
 t1="$(now)"
 echo "| $n | one process | - | $(echo "$t1 - $t0" | bc -l | xargs printf %.2f) | - | - | - | - |"
 for k in "${nodes[@]}"; do
   t0="$(now)"
-  PHOBOS_LOG=info "$bin" run "$(job "c$k")" --nodes "$k" >/dev/null 2>"$dir/c$k.log"
+  PHOBOS_LOG=info "$bin" run "$(job "c$k")" --nodes "$k" --autotune >/dev/null 2>"$dir/c$k.log"
   t1="$(now)"
   same="no"; cmp -s "$dir/ref.bin" "$dir/c$k.bin" && same="yes"
   log="$dir/c$k.log"

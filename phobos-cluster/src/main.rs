@@ -104,6 +104,13 @@ enum Command {
         /// Supertiles in flight at once (as the arena allows).
         #[arg(long, default_value_t = 2)]
         concurrency: usize,
+        /// --backend cuda: the CUDA device ordinal.
+        #[arg(long, default_value_t = 0)]
+        gpu: usize,
+        /// --backend cuda: where compiled PTX is cached by content hash
+        /// (default: $XDG_CACHE_HOME/phobos/cluster-ptx or ~/.cache/...).
+        #[arg(long)]
+        ptx_cache: Option<PathBuf>,
     },
     /// Print a Slurm batch script that runs a job: one pod per allocated
     /// GPU (or task), the scheduler on the first node.
@@ -150,12 +157,21 @@ struct PlanArgs {
     /// How nodes get inputs: direct (each reads the file store) or home-fetch.
     #[arg(long, default_value = "direct")]
     ingest: Ingest,
-    /// Leaf compute rate of one node, flop/s (cost model input).
+    /// Pick the `@cluster` values and the supertile shape with the cost
+    /// model (default: `@cluster` defaults, the fewest supertiles that
+    /// fit, at least one per node).
     #[arg(long)]
-    leaf_flops: Option<f64>,
+    autotune: bool,
+    /// Device memory of one node, bytes: bounds every supertile's and
+    /// segment's working set (cost model input).
+    #[arg(long, requires = "autotune")]
+    vram: Option<u64>,
     /// Link bandwidth of one node, bytes/s (cost model input).
-    #[arg(long)]
+    #[arg(long, requires = "autotune")]
     link_bw: Option<f64>,
+    /// Leaf compute rate of one node, flop/s (cost model input).
+    #[arg(long, requires = "autotune")]
+    leaf_flops: Option<f64>,
 }
 
 impl PlanArgs {
@@ -170,6 +186,12 @@ impl PlanArgs {
             Ingest::HomeFetch => "home-fetch",
         };
         out.extend(["--ingest".to_string(), ingest.to_string()]);
+        if self.autotune {
+            out.push("--autotune".to_string());
+        }
+        if let Some(v) = self.vram {
+            out.extend(["--vram".to_string(), v.to_string()]);
+        }
         if let Some(f) = self.leaf_flops {
             out.extend(["--leaf-flops".to_string(), f.to_string()]);
         }
@@ -187,10 +209,12 @@ impl PlanArgs {
         if let Some(b) = self.link_bw {
             machine.link_bytes_per_s = b;
         }
+        machine.vram_bytes = self.vram;
         PlanOptions {
             nodes: self.nodes,
             budget_bytes: self.budget,
             ingest: self.ingest,
+            autotune: self.autotune,
             machine,
         }
     }
@@ -336,6 +360,8 @@ fn run() -> Result<()> {
             token,
             connect_timeout_ms,
             concurrency,
+            gpu,
+            ptx_cache,
         } => {
             let id = match id {
                 Some(id) => id,
@@ -354,6 +380,9 @@ fn run() -> Result<()> {
                 token: Token::from_arg_or_env(token)?,
                 connect_timeout_ms,
                 concurrency,
+                gpu,
+                ptx_cache: ptx_cache
+                    .unwrap_or_else(phobos_cluster::exec::cuda::ptx_cache::PtxCache::default_dir),
             };
             let runtime = runtime()?;
             let result = runtime

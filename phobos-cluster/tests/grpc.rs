@@ -120,6 +120,8 @@ fn pods_match_one_process_and_survive_kills() {
         (2, &[], None, &[]),
         (4, &[], None, &[]),
         (4, &["--ingest", "home-fetch"], None, &[]),
+        // The cost model's plan under a per-node memory bound.
+        (2, &["--autotune", "--vram", "60000"], None, &[]),
         // Before its first compute.
         (
             4,
@@ -209,7 +211,7 @@ fn pods_match_one_process_and_survive_kills() {
 }
 
 #[test]
-fn flash_attention_on_2_pods_matches_one_process() {
+fn flash_attention_on_1_2_4_pods_matches_one_process() {
     let d = dir("flash");
     let (h, s, t) = (2, 70, 90);
     for (name, rows, seed) in [("Q.bin", s, 1), ("K.bin", t, 2), ("V.bin", t, 3)] {
@@ -235,10 +237,29 @@ fn flash_attention_on_2_pods_matches_one_process() {
     let reference = job("Oref.bin");
     let out = run(&["run", reference.to_str().unwrap(), "--in-process"], &[]);
     assert!(out.status.success(), "{}", log(&out));
-    let pods = job("O2.bin");
-    let out = run(&["run", pods.to_str().unwrap(), "--nodes", "2"], &[]);
-    assert!(out.status.success(), "{}", log(&out));
-    assert!(std::fs::read(d.join("O2.bin")).unwrap() == std::fs::read(d.join("Oref.bin")).unwrap());
+    let expected = std::fs::read(d.join("Oref.bin")).unwrap();
+    for nodes in [1, 2, 4] {
+        let o = format!("O{nodes}.bin");
+        let pods = job(&o);
+        let nodes = nodes.to_string();
+        // A budget that cuts the grid into more supertiles than pods.
+        let out = run(
+            &[
+                "run",
+                pods.to_str().unwrap(),
+                "--nodes",
+                &nodes,
+                "--budget",
+                "200000",
+            ],
+            &[],
+        );
+        assert!(out.status.success(), "{}", log(&out));
+        assert!(
+            std::fs::read(d.join(&o)).unwrap() == expected,
+            "{nodes} pods differ"
+        );
+    }
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -432,8 +453,29 @@ fn bad_input_fails_fast_with_the_outputs_untouched() {
             text.replace("file://A.bin", "file://short.bin"),
             "short.bin",
         ),
+        (
+            "input longer than declared",
+            text.replace("file://A.bin", "file://long.bin"),
+            "long.bin",
+        ),
+        (
+            "sizes that disagree with the kernel",
+            text.replace("read f32 150x40", "read f32 150x41"),
+            "dim `K`",
+        ),
+        (
+            "a shape that is not RxC",
+            text.replace("read f32 150x40", "read f32 150xforty"),
+            ":2:",
+        ),
+        (
+            "a missing kernel source",
+            text.replace("gemm_f32.ph", "no_such_kernel.ph"),
+            "no_such_kernel.ph",
+        ),
     ];
     std::fs::write(d.join("short.bin"), [0u8; 100]).unwrap();
+    std::fs::write(d.join("long.bin"), vec![0u8; 150 * 40 * 4 + 4]).unwrap();
     for (what, job_text, says) in cases {
         let path = d.join("bad.job");
         std::fs::write(&path, job_text).unwrap();
@@ -459,6 +501,17 @@ fn tensor_and_plan_commands_name_the_problem() {
     .unwrap();
     let out = run(&["plan", d.join("bad.job").to_str().unwrap()], &[]);
     assert!(log_contains(&out, "bad.job:2:"), "{}", log(&out));
+    // Cost-model inputs only mean something to the autotuner.
+    let out = run(
+        &[
+            "plan",
+            d.join("bad.job").to_str().unwrap(),
+            "--vram",
+            "1000",
+        ],
+        &[],
+    );
+    assert!(log_contains(&out, "--autotune"), "{}", log(&out));
     let uri = format!("file://{}", d.join("t.bin").display());
     let out = run(
         &[
@@ -480,4 +533,42 @@ fn tensor_and_plan_commands_name_the_problem() {
     let out = run(&["tensor", "peek", "--uri", &uri, "--shape", "4x4"], &[]);
     assert!(log(&out).contains("expected 64 bytes, the file has 48"));
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_cuda_pod_without_a_usable_gpu_fails_at_start_without_a_panic() {
+    // Nothing listens here: a pod that got past the device would fail to
+    // reach the scheduler instead, also clearly.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let cache = dir("ptx-cache");
+    let out = run(
+        &[
+            "pod",
+            "--id",
+            "0",
+            "--sched",
+            &address,
+            "--backend",
+            "cuda",
+            "--ptx-cache",
+            cache.to_str().unwrap(),
+            "--connect-timeout-ms",
+            "500",
+        ],
+        &[("PHOBOS_CLUSTER_TOKEN", "t")],
+    );
+    let log = log(&out);
+    assert!(!out.status.success());
+    assert!(!log.contains("panicked"), "{log}");
+    assert!(
+        log.contains("--backend cuda: CUDA device 0")
+            || log.contains(&format!("cannot reach the scheduler at {address}")),
+        "{log}"
+    );
+    std::fs::remove_dir_all(&cache).unwrap();
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use phobos_cluster::exec;
 use phobos_cluster::interp::Program;
 use phobos_cluster::job::{self, Job};
-use phobos_cluster::plan::{self, Ingest, Machine, PlanOptions};
+use phobos_cluster::plan::{self, PlanOptions};
 use phobos_cluster::store::{self, Fill, HostTensor};
 use phobos_rt::DType;
 
@@ -29,10 +29,8 @@ fn run(d: &Path, job_text: &str, nodes: usize, budget: Option<u64>, output: &str
     let job = Job::load(&d.join("job.txt")).unwrap();
     let binding = job::bind(&job).unwrap();
     let options = PlanOptions {
-        nodes,
         budget_bytes: budget,
-        ingest: Ingest::Direct,
-        machine: Machine::default(),
+        ..PlanOptions::new(nodes)
     };
     let plan = plan::plan(&job, &binding, &options).unwrap();
     assert!(plan.supertiles.len() >= nodes.min(plan.grid.iter().product()));
@@ -194,12 +192,7 @@ fn bad_inputs_fail_clearly_and_leave_outputs_alone() {
             Ok(job) => match job::bind(&job) {
                 Err(e) => e.to_string(),
                 Ok(binding) => {
-                    let options = PlanOptions {
-                        nodes: 2,
-                        budget_bytes: None,
-                        ingest: Ingest::Direct,
-                        machine: Machine::default(),
-                    };
+                    let options = PlanOptions::new(2);
                     let plan = plan::plan(&job, &binding, &options).unwrap();
                     exec::run_local(&job, &binding, &plan, &|| {})
                         .unwrap_err()
@@ -220,12 +213,7 @@ fn bad_inputs_fail_clearly_and_leave_outputs_alone() {
     std::fs::write(d.join("job.txt"), &good).unwrap();
     let job = Job::load(&d.join("job.txt")).unwrap();
     let binding = job::bind(&job).unwrap();
-    let options = PlanOptions {
-        nodes: 1,
-        budget_bytes: None,
-        ingest: Ingest::Direct,
-        machine: Machine::default(),
-    };
+    let options = PlanOptions::new(1);
     let plan = plan::plan(&job, &binding, &options).unwrap();
     let err = exec::run_local(&job, &binding, &plan, &|| {})
         .unwrap_err()

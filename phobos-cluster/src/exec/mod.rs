@@ -3,6 +3,7 @@
 //! it wrote into the outputs' staging copies), and [`run_local`], which runs
 //! a whole plan in this process and commits the outputs.
 
+pub mod cuda;
 pub mod region_io;
 
 use std::collections::BTreeMap;
@@ -23,6 +24,8 @@ pub enum ExecError {
     Interp(Box<InterpError>),
     #[error("{0}")]
     Fetch(String),
+    #[error("CUDA: {0}")]
+    Cuda(String),
     #[error("job input `{tensor}`: {source}")]
     Input {
         tensor: String,
@@ -111,8 +114,42 @@ pub fn run_supertile_with(
     scalars: &[(String, Val)],
     load: &mut RegionLoader<'_>,
 ) -> Result<Traffic, ExecError> {
+    let (mut buffers, mut traffic) = load_buffers(job, binding, st, load)?;
+    {
+        let scalar_refs: Vec<(&str, Val)> = scalars
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.clone()))
+            .collect();
+        let tensors: Vec<(&str, &mut HostTensor, Vec<usize>)> = buffers
+            .iter_mut()
+            .map(|(n, (t, r))| (n.as_str(), t, r.start.clone()))
+            .collect();
+        let program = Program::with_regions(
+            &binding.kernel,
+            &plan.config,
+            &plan.dims,
+            tensors,
+            &scalar_refs,
+        )?;
+        program.run_block(st.lo, st.hi)?;
+    }
+    store_writes(job, st, &buffers, &mut traffic)?;
+    Ok(traffic)
+}
+
+/// Each tensor parameter's buffer for one supertile, with the region of
+/// the tensor it holds: read regions from `load`, the rest zeros.
+pub type Buffers = BTreeMap<String, (HostTensor, Region)>;
+
+/// Loads the buffers of supertile `st` (what it reads through `load`).
+pub fn load_buffers(
+    job: &Job,
+    binding: &Binding,
+    st: &Supertile,
+    load: &mut RegionLoader<'_>,
+) -> Result<(Buffers, Traffic), ExecError> {
     let mut traffic = Traffic::default();
-    let mut buffers: BTreeMap<String, (HostTensor, Region)> = BTreeMap::new();
+    let mut buffers = Buffers::new();
     for p in &binding.kernel.params {
         let ParamKind::Tensor { .. } = p.kind else {
             continue;
@@ -139,24 +176,17 @@ pub fn run_supertile_with(
         };
         buffers.insert(p.name.clone(), (buffer, region));
     }
-    {
-        let scalar_refs: Vec<(&str, Val)> = scalars
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.clone()))
-            .collect();
-        let tensors: Vec<(&str, &mut HostTensor, Vec<usize>)> = buffers
-            .iter_mut()
-            .map(|(n, (t, r))| (n.as_str(), t, r.start.clone()))
-            .collect();
-        let program = Program::with_regions(
-            &binding.kernel,
-            &plan.config,
-            &plan.dims,
-            tensors,
-            &scalar_refs,
-        )?;
-        program.run_block(st.lo, st.hi)?;
-    }
+    Ok((buffers, traffic))
+}
+
+/// Writes what supertile `st` wrote, from its buffers, into the outputs'
+/// staging copies.
+pub fn store_writes(
+    job: &Job,
+    st: &Supertile,
+    buffers: &Buffers,
+    traffic: &mut Traffic,
+) -> Result<(), ExecError> {
     for (name, region) in &st.footprint.writes {
         let (Some(spec), Some((buffer, buffer_region))) = (job.tensor(name), buffers.get(name))
         else {
@@ -171,7 +201,7 @@ pub fn run_supertile_with(
         )?;
         traffic.bytes_stored += (region.elements() * spec.dtype.size_bytes()) as u64;
     }
-    Ok(traffic)
+    Ok(())
 }
 
 /// Creates the staging copies of every output.

@@ -17,6 +17,9 @@ pub struct Machine {
     pub leaf_flops: f64,
     /// Bytes/s a node moves over its link (file reads, peer fetches).
     pub link_bytes_per_s: f64,
+    /// Device memory of one node: no supertile's working set, and no
+    /// segment's, may exceed it. `None`: unbounded.
+    pub vram_bytes: Option<u64>,
 }
 
 impl Default for Machine {
@@ -24,6 +27,7 @@ impl Default for Machine {
         Machine {
             leaf_flops: 20e9,
             link_bytes_per_s: 1e9,
+            vram_bytes: None,
         }
     }
 }

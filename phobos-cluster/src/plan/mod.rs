@@ -54,7 +54,36 @@ pub struct PlanOptions {
     /// Bytes of tensor regions a node may hold at once; `None`: unlimited.
     pub budget_bytes: Option<u64>,
     pub ingest: Ingest,
+    /// Search the `@cluster` values and the supertile shape with the cost
+    /// model. Off: `@cluster` values at their defaults and the fewest
+    /// supertiles (at least one per node) that fit the limits.
+    pub autotune: bool,
     pub machine: Machine,
+}
+
+impl PlanOptions {
+    /// `nodes` nodes, no limits, direct ingest, no autotuning, the
+    /// default machine.
+    pub fn new(nodes: usize) -> PlanOptions {
+        PlanOptions {
+            nodes,
+            budget_bytes: None,
+            ingest: Ingest::Direct,
+            autotune: false,
+            machine: Machine::default(),
+        }
+    }
+
+    /// The tighter of `--budget` and `--vram`, with the flag that set it:
+    /// no supertile, and no segment of several, may hold more.
+    pub fn working_set_limit(&self) -> Option<(u64, &'static str)> {
+        match (self.budget_bytes, self.machine.vram_bytes) {
+            (Some(b), Some(v)) if v < b => Some((v, "--vram")),
+            (Some(b), _) => Some((b, "--budget")),
+            (None, Some(v)) => Some((v, "--vram")),
+            (None, None) => None,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,10 +93,11 @@ pub enum PlanError {
     #[error("kernel `{kernel}`: {message}")]
     Kernel { kernel: String, message: String },
     #[error(
-        "no supertile fits the budget of {budget_bytes} bytes (the smallest needs {needed_bytes})"
+        "no supertile fits {flag} {limit_bytes} bytes (the smallest needs {needed_bytes}; raise {flag} or use more nodes)"
     )]
     Budget {
-        budget_bytes: u64,
+        flag: &'static str,
+        limit_bytes: u64,
         needed_bytes: u64,
     },
 }
@@ -136,24 +166,30 @@ pub fn plan(job: &Job, binding: &Binding, options: &PlanOptions) -> Result<Plan,
         .iter()
         .map(|t| (t.name.clone(), t.dtype.size_bytes()))
         .collect();
-    // Candidate configs: every @cluster combination, @autotune at defaults.
+    // Candidate configs: under --autotune every @cluster combination, else
+    // the defaults; @autotune parameters stay at their defaults.
     let cluster_params: Vec<_> = kernel
         .tune
         .iter()
         .filter(|t| t.kind == TuneKind::Cluster)
         .collect();
     let defaults = kernel.default_config();
-    let configs: Vec<Config> = kernel
-        .configs()
-        .into_iter()
-        .filter(|c| {
-            c.values.iter().all(|(n, v)| {
-                cluster_params.iter().any(|p| &p.name == n) || defaults.get(n) == Some(*v)
+    let configs: Vec<Config> = if options.autotune {
+        kernel
+            .configs()
+            .into_iter()
+            .filter(|c| {
+                c.values.iter().all(|(n, v)| {
+                    cluster_params.iter().any(|p| &p.name == n) || defaults.get(n) == Some(*v)
+                })
             })
-        })
-        .collect();
-    // (seconds, bytes, config, grid, shape, flops per program)
-    type Candidate = (f64, f64, Config, [usize; 3], [usize; 3], f64);
+            .collect()
+    } else {
+        vec![defaults]
+    };
+    let limit = options.working_set_limit();
+    // (rank, config, grid, shape, flops per program); the lowest rank wins.
+    type Candidate = (Rank, Config, [usize; 3], [usize; 3], f64);
     let mut best: Option<Candidate> = None;
     let mut smallest_needed = u64::MAX;
     for config in &configs {
@@ -165,37 +201,34 @@ pub fn plan(job: &Job, binding: &Binding, options: &PlanOptions) -> Result<Plan,
             let first = analysis.footprint([0; 3], shape.map(|s| s.max(1)));
             let bytes = footprint_bytes(&first, &elem_bytes);
             smallest_needed = smallest_needed.min(bytes);
-            if options.budget_bytes.is_some_and(|b| bytes > b) {
+            if limit.is_some_and(|(b, _)| bytes > b) {
                 continue;
             }
             let count: usize = (0..3).map(|d| grid[d].div_ceil(shape[d].max(1))).product();
-            let per_node = count.div_ceil(options.nodes) as f64;
-            let programs: f64 = shape.iter().map(|&s| s as f64).product();
-            let seconds = options.machine.seconds(
-                per_node * programs * flops_per_program,
-                per_node * bytes as f64,
-            );
             let total_bytes = count as f64 * bytes as f64;
-            let better = match &best {
-                None => true,
-                Some((s, b, ..)) => {
-                    seconds < *s * 0.999 || (seconds <= *s * 1.001 && total_bytes < *b)
+            let rank = if options.autotune {
+                let per_node = count.div_ceil(options.nodes) as f64;
+                let programs: f64 = shape.iter().map(|&s| s as f64).product();
+                Rank {
+                    primary: options.machine.seconds(
+                        per_node * programs * flops_per_program,
+                        per_node * bytes as f64,
+                    ),
+                    bytes: total_bytes,
+                }
+            } else {
+                Rank {
+                    primary: count as f64,
+                    bytes: total_bytes,
                 }
             };
-            if better {
-                best = Some((
-                    seconds,
-                    total_bytes,
-                    config.clone(),
-                    grid,
-                    shape,
-                    flops_per_program,
-                ));
+            if best.as_ref().is_none_or(|(b, ..)| rank.beats(b)) {
+                best = Some((rank, config.clone(), grid, shape, flops_per_program));
             }
         }
     }
     match best {
-        Some((_, _, config, grid, shape, flops)) => build(
+        Some((_, config, grid, shape, flops)) => build(
             kernel,
             &config,
             binding,
@@ -205,10 +238,29 @@ pub fn plan(job: &Job, binding: &Binding, options: &PlanOptions) -> Result<Plan,
             flops,
             &elem_bytes,
         ),
-        None => Err(PlanError::Budget {
-            budget_bytes: options.budget_bytes.unwrap_or(0),
-            needed_bytes: smallest_needed,
-        }),
+        None => {
+            let (limit_bytes, flag) = limit.unwrap_or((0, "--budget"));
+            Err(PlanError::Budget {
+                flag,
+                limit_bytes,
+                needed_bytes: smallest_needed,
+            })
+        }
+    }
+}
+
+/// How good a candidate plan is: seconds under the cost model (or, without
+/// --autotune, the supertile count), then total bytes moved.
+#[derive(Clone, Copy, Debug)]
+struct Rank {
+    primary: f64,
+    bytes: f64,
+}
+
+impl Rank {
+    fn beats(&self, other: &Rank) -> bool {
+        self.primary < other.primary * 0.999
+            || (self.primary <= other.primary * 1.001 && self.bytes < other.bytes)
     }
 }
 
@@ -293,8 +345,8 @@ fn build(
             let bytes = footprint_bytes(&st.footprint, elem_bytes);
             if !current.is_empty()
                 && options
-                    .budget_bytes
-                    .is_some_and(|b| current_bytes + bytes > b)
+                    .working_set_limit()
+                    .is_some_and(|(b, _)| current_bytes + bytes > b)
             {
                 node_segments.push(std::mem::take(&mut current));
                 current_bytes = 0;

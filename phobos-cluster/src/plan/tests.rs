@@ -15,12 +15,88 @@ fn gemm_job(m: usize, n: usize, k: usize) -> (Job, Binding) {
 }
 
 fn options(nodes: usize) -> PlanOptions {
-    PlanOptions {
-        nodes,
-        budget_bytes: None,
-        ingest: Ingest::Direct,
-        machine: Machine::default(),
+    PlanOptions::new(nodes)
+}
+
+/// The `@cluster` GEMM of `jobs/gemm_cluster.ph` (TILE_M, TILE_N searched).
+fn cluster_job(m: usize, n: usize, k: usize) -> (Job, Binding) {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs");
+    let text = format!(
+        "source = gemm_cluster.ph\ntensor A = read f32 {m}x{k} file:///tmp/A.bin\ntensor B = read f32 {k}x{n} file:///tmp/B.bin\n\
+         tensor C = write f32 {m}x{n} file:///tmp/C.bin\nscalar alpha = f32 1\nscalar beta = f32 0\n"
+    );
+    let job = Job::parse("gemm_cluster.job", &text, &base).unwrap();
+    let binding = bind(&job).unwrap();
+    (job, binding)
+}
+
+#[test]
+fn without_autotune_the_defaults_and_the_fewest_supertiles() {
+    let (job, binding) = cluster_job(1000, 900, 300);
+    for nodes in [1, 2, 4, 8] {
+        let plan = plan(&job, &binding, &options(nodes)).unwrap();
+        assert_eq!(plan.config, binding.kernel.default_config());
+        assert_eq!(plan.supertiles.len(), nodes, "nodes={nodes}");
     }
+    // A budget forces more, smaller supertiles, each within it.
+    let mut o = options(2);
+    o.budget_bytes = Some(400_000);
+    let plan = plan(&job, &binding, &o).unwrap();
+    assert!(plan.supertiles.len() > 2);
+    for st in &plan.supertiles {
+        assert!(footprint_bytes(&st.footprint, &plan.elem_bytes) <= 400_000);
+    }
+}
+
+#[test]
+fn autotune_never_predicts_slower_than_the_defaults() {
+    for (m, n, k) in [(1000, 900, 300), (4096, 4096, 4096), (300, 2000, 64)] {
+        let (job, binding) = cluster_job(m, n, k);
+        for nodes in [1, 3, 4, 16] {
+            for link_bytes_per_s in [1e8, 1e9, 1e11] {
+                let mut o = options(nodes);
+                o.machine.link_bytes_per_s = link_bytes_per_s;
+                let fixed = plan(&job, &binding, &o).unwrap();
+                o.autotune = true;
+                let tuned = plan(&job, &binding, &o).unwrap();
+                assert!(
+                    tuned.prediction.seconds <= fixed.prediction.seconds * 1.001,
+                    "{m}x{n}x{k} on {nodes} at {link_bytes_per_s} B/s: tuned {:?} {:?} {:?}, fixed {:?} {:?}",
+                    tuned.config.values,
+                    tuned.supertile_programs,
+                    tuned.prediction,
+                    fixed.supertile_programs,
+                    fixed.prediction,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn vram_bounds_every_supertile_and_segment() {
+    let (job, binding) = cluster_job(1000, 900, 300);
+    let mut o = options(2);
+    o.autotune = true;
+    let unbounded = plan(&job, &binding, &o).unwrap();
+    let mut previous = 0;
+    for vram in [4_000_000u64, 1_000_000, 300_000] {
+        o.machine.vram_bytes = Some(vram);
+        let plan = plan(&job, &binding, &o).unwrap();
+        for st in &plan.supertiles {
+            assert!(footprint_bytes(&st.footprint, &plan.elem_bytes) <= vram);
+        }
+        assert!(plan.prediction.peak_segment_bytes <= vram, "{vram}");
+        assert!(plan.supertiles.len() >= previous.max(unbounded.supertiles.len()));
+        previous = plan.supertiles.len();
+    }
+    // The tighter of --budget and --vram applies, and is named.
+    o.budget_bytes = Some(2_000_000);
+    o.machine.vram_bytes = Some(100);
+    let err = plan(&job, &binding, &o).unwrap_err().to_string();
+    assert!(err.contains("--vram 100 bytes"), "{err}");
+    o.machine.vram_bytes = Some(3_000_000);
+    assert_eq!(o.working_set_limit(), Some((2_000_000, "--budget")));
 }
 
 #[test]

@@ -17,6 +17,7 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::wrappers::{TcpListenerStream, UnboundedReceiverStream};
 
+use crate::exec::cuda::{self as cuda_exec, CudaError, CudaRunner, ptx_cache::PtxCache};
 use crate::exec::{self, Traffic, region_io};
 use crate::interp::Val;
 use crate::job::{self, Binding, Job, JobError};
@@ -45,6 +46,10 @@ pub struct PodOptions {
     pub connect_timeout_ms: u64,
     /// Supertiles in flight at once.
     pub concurrency: usize,
+    /// `--backend cuda`: the device ordinal.
+    pub gpu: usize,
+    /// `--backend cuda`: where compiled PTX is cached by content hash.
+    pub ptx_cache: std::path::PathBuf,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,10 +87,10 @@ pub enum PodError {
     Listen { address: String, message: String },
     #[error("lost the scheduler at {address}: {message}")]
     LostScheduler { address: String, message: String },
-    #[error(
-        "--backend cuda: CUDA pods are not built yet (the host backend runs every kernel through the interpreter)"
-    )]
-    CudaNotBuilt,
+    #[error(transparent)]
+    Cuda(#[from] CudaError),
+    #[error("the CUDA setup task failed: {0}")]
+    CudaTask(String),
 }
 
 /// What every task of a running pod shares.
@@ -97,6 +102,9 @@ struct PodCtx {
     scalars: Vec<(String, Val)>,
     peers: Peers,
     chaos: Chaos,
+    /// `--backend cuda`: the kernel compiled and loaded; `None`: the host
+    /// interpreter.
+    cuda: Option<CudaRunner>,
     /// The arena in KiB permits.
     arena: Arc<Semaphore>,
     arena_kib: u32,
@@ -107,9 +115,11 @@ struct PodCtx {
 
 /// Runs a pod until the scheduler says the job is over.
 pub async fn run(options: PodOptions) -> Result<(), PodError> {
-    if options.backend == Backend::Cuda {
-        return Err(PodError::CudaNotBuilt);
-    }
+    // A CUDA pod without a usable device says so before it registers.
+    let device = match options.backend {
+        Backend::Cuda => Some(cuda_exec::open_device(options.gpu)?),
+        Backend::Host => None,
+    };
     let listener = tokio::net::TcpListener::bind(&options.listen)
         .await
         .map_err(|e| PodError::Listen {
@@ -160,7 +170,10 @@ pub async fn run(options: PodOptions) -> Result<(), PodError> {
             pod_id: options.id as u32,
             advertise: advertise.clone(),
             arena_bytes: options.arena_bytes,
-            backend: "host".into(),
+            backend: match options.backend {
+                Backend::Host => "host".into(),
+                Backend::Cuda => "cuda".into(),
+            },
         })
         .await
         .map_err(rpc("registration"))?
@@ -189,9 +202,11 @@ pub async fn run(options: PodOptions) -> Result<(), PodError> {
             } else {
                 Ingest::Direct
             },
+            autotune: wire.autotune,
             machine: Machine {
                 leaf_flops: wire.leaf_flops,
                 link_bytes_per_s: wire.link_bytes_per_s,
+                vram_bytes: wire.vram_bytes,
             },
         },
     )?;
@@ -211,6 +226,19 @@ pub async fn run(options: PodOptions) -> Result<(), PodError> {
         supertiles = plan.supertiles.len(),
         "pod{} joined", options.id
     );
+    let (job, binding, plan, cuda) = match device {
+        None => (job, binding, plan, None),
+        Some(device) => {
+            let cache = PtxCache::new(&options.ptx_cache);
+            let prepared = tokio::task::spawn_blocking(move || {
+                CudaRunner::prepare(device, &job, &binding, &plan, &cache)
+                    .map(|(runner, _)| (job, binding, plan, Some(runner)))
+            })
+            .await
+            .map_err(|e| PodError::CudaTask(e.to_string()))?;
+            prepared?
+        }
+    };
     let job = Arc::new(job);
     let chaos = Chaos::from_env(options.id);
     let tile_server = tonic::transport::Server::builder()
@@ -246,6 +274,7 @@ pub async fn run(options: PodOptions) -> Result<(), PodError> {
         plan,
         peers: Peers::new(options.token.clone()),
         chaos,
+        cuda,
         arena: Arc::new(Semaphore::new(arena_kib as usize)),
         arena_kib,
         running: AtomicU32::new(0),
@@ -440,22 +469,28 @@ async fn run_work(ctx: &Arc<PodCtx>, work: proto::Work) {
     let result = tokio::task::spawn_blocking(move || {
         let ctx = task_ctx;
         let st = &ctx.plan.supertiles[id];
-        exec::run_supertile_with(
-            &ctx.job,
-            &ctx.binding,
-            &ctx.plan,
-            st,
-            &ctx.scalars,
-            &mut |spec, region| match fetched.remove(&spec.name) {
-                Some(tile) => Ok(tile),
-                None => Ok(region_io::read_region(
-                    &spec.path,
-                    spec.dtype,
-                    &spec.shape,
-                    region,
-                )?),
-            },
-        )
+        let mut load = |spec: &crate::job::TensorSpec, region: &plan::Region| match fetched
+            .remove(&spec.name)
+        {
+            Some(tile) => Ok(tile),
+            None => Ok(region_io::read_region(
+                &spec.path,
+                spec.dtype,
+                &spec.shape,
+                region,
+            )?),
+        };
+        match &ctx.cuda {
+            Some(runner) => runner.run_supertile(&ctx.job, &ctx.binding, st, &mut load),
+            None => exec::run_supertile_with(
+                &ctx.job,
+                &ctx.binding,
+                &ctx.plan,
+                st,
+                &ctx.scalars,
+                &mut load,
+            ),
+        }
     })
     .await;
     ctx.running.fetch_sub(1, Ordering::Relaxed);

@@ -177,6 +177,8 @@ pub async fn run(
                 home_fetch: options.plan.ingest == Ingest::HomeFetch,
                 leaf_flops: options.plan.machine.leaf_flops,
                 link_bytes_per_s: options.plan.machine.link_bytes_per_s,
+                autotune: options.plan.autotune,
+                vram_bytes: options.plan.machine.vram_bytes,
             }),
             supertiles: plan.supertiles.len() as u32,
             config: format!("{:?}", plan.config.values),
