@@ -271,7 +271,8 @@ macro_rules! casts {
     };
 }
 
-/// Every operator and built-in of SPEC.md §6 and §10, except `dequant`
+/// Every operator and built-in of SPEC.md §6 and §10, except the
+/// quantized-operand built-ins `dequant`, `qlevels` and `qscales`
 /// (quantized operands have their own test in `main.rs`).
 pub fn ops() -> Vec<Op> {
     let op = |name, spelling, form, arity, rule| Op {

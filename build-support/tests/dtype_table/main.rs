@@ -123,6 +123,21 @@ fn quantized_operands_follow_spec() {
                 _ => wrong.push(format!("dot_t({a}, {q}) is not f32")),
             }
         }
+        // `qlevels`/`qscales` read the 32-element formats' blocks (SPEC §14).
+        let blocked32 =
+            ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "iq4_nl"].contains(&q.to_string().as_str());
+        for (call, elem) in [("qlevels", DType::I8), ("qscales", DType::F32)] {
+            let text =
+                format!("kernel t(w: tensor<{q}>[4, {b}]) {{\n    let v = {call}(w[:, :])\n}}\n");
+            match check(&text) {
+                Ok(k) if blocked32 && let_elem(&k) == Some(Elem::Scalar(elem)) => {}
+                Err(_) if !blocked32 => {}
+                other => wrong.push(format!(
+                    "{call} {q}: {:?}",
+                    other.map(|k| let_elem(&k)).map_err(|e| e.render())
+                )),
+            }
+        }
         for bad in [
             "w[:, :] + 1.0",
             "exp(w[:, :])",
@@ -139,6 +154,13 @@ fn quantized_operands_follow_spec() {
         let text = format!("kernel t(x: tensor<{d}>[4]) {{\n    let v = dequant(x[0 :+ 4])\n}}\n");
         if check(&text).is_ok() {
             wrong.push(format!("dequant of {d} accepted"));
+        }
+        for call in ["qlevels", "qscales"] {
+            let text =
+                format!("kernel t(x: tensor<{d}>[4]) {{\n    let v = {call}(x[0 :+ 4])\n}}\n");
+            if check(&text).is_ok() {
+                wrong.push(format!("{call} of {d} accepted"));
+            }
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
@@ -221,11 +243,13 @@ fn table_covers_every_operator_and_builtin_of_spec() {
         "built-in table not found: {builtins:?}"
     );
     let spellings: Vec<&str> = ops().iter().map(|o| o.spelling).collect();
-    // `dequant` needs quantized operands: `quantized_operands_follow_spec`.
+    // `dequant`, `qlevels` and `qscales` need quantized operands:
+    // `quantized_operands_follow_spec`.
+    let quantized_only = ["dequant", "qlevels", "qscales"];
     let missing: Vec<&String> = operators
         .iter()
         .chain(&builtins)
-        .filter(|n| !spellings.contains(&n.as_str()) && n.as_str() != "dequant")
+        .filter(|n| !spellings.contains(&n.as_str()) && !quantized_only.contains(&n.as_str()))
         .collect();
     assert!(
         missing.is_empty(),
