@@ -89,16 +89,25 @@ impl Sampler {
         self.history.extend_from_slice(tokens);
     }
 
-    /// Picks the next token from `logits` and records it.
+    /// Picks the next token from `logits` and records it, with its
+    /// log-probability and the `n_top_logprobs` most likely alternatives.
     pub fn sample(&mut self, logits: &[f32], n_top_logprobs: usize) -> SampledToken {
-        let id = self.choose(logits);
-        self.history.push(id);
+        let id = self.sample_id(logits);
         let (logprob, top_logprobs) = log_probs(logits, id, n_top_logprobs);
         SampledToken {
             id,
             logprob,
             top_logprobs,
         }
+    }
+
+    /// Picks the next token from `logits` and records it, without the
+    /// log-probabilities (a log-softmax over the whole vocabulary, which a
+    /// caller that does not report them should not pay for).
+    pub fn sample_id(&mut self, logits: &[f32]) -> u32 {
+        let id = self.choose(logits);
+        self.history.push(id);
+        id
     }
 
     fn choose(&mut self, logits: &[f32]) -> u32 {
@@ -113,10 +122,17 @@ impl Sampler {
             return argmax(&cand);
         }
         // top-k: the k largest, sorted descending (everything sorted when 0).
-        cand.sort_unstable_by(|a, b| b.1.total_cmp(&a.1));
-        if c.top_k > 0 {
+        // Equal logits order by token id, so a seed gives the same draws
+        // whichever way the selection partitions. Selecting before sorting
+        // keeps this O(vocab) rather than O(vocab log vocab): a full sort
+        // of a 262k vocabulary cost more than the batched forward pass.
+        let by_logit_desc =
+            |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if c.top_k > 0 && c.top_k < cand.len() {
+            cand.select_nth_unstable_by(c.top_k - 1, by_logit_desc);
             cand.truncate(c.top_k);
         }
+        cand.sort_unstable_by(by_logit_desc);
         // top-p: the smallest head whose probability reaches p.
         if c.top_p < 1.0 {
             let probs = softmax_of(&cand);

@@ -118,3 +118,74 @@ fn log_probs_match_f64_log_softmax() {
     assert_eq!(top.iter().map(|x| x.0).collect::<Vec<_>>(), vec![2, 1]);
     assert!((f64::from(top[0].1) - (3.0 - denom.ln())).abs() < 1e-6);
 }
+
+/// The chain as it was written first: a full sort, then truncation to k.
+/// The selection must draw exactly the same tokens from the same seed.
+fn draws_with_full_sort(logits: &[f32], config: &SamplerConfig, n: usize) -> Vec<u32> {
+    let mut rng = SplitMix64::new(config.seed);
+    let mut cand: Vec<(u32, f32)> = logits
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| (i as u32, l))
+        .collect();
+    cand.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    if config.top_k > 0 {
+        cand.truncate(config.top_k);
+    }
+    let scaled: Vec<(u32, f32)> = cand
+        .iter()
+        .map(|&(i, l)| (i, l / config.temperature))
+        .collect();
+    let probs = softmax_of(&scaled);
+    (0..n)
+        .map(|_| {
+            let r = rng.next_f64();
+            let mut cum = 0.0;
+            for (x, p) in scaled.iter().zip(&probs) {
+                cum += p;
+                if r < cum {
+                    return x.0;
+                }
+            }
+            scaled.last().map_or(0, |x| x.0)
+        })
+        .collect()
+}
+
+proptest::proptest! {
+    #[test]
+    fn top_k_selection_draws_as_a_full_sort_does(
+        // Few distinct values, so ties straddle the k-th place.
+        levels in proptest::collection::vec(0u8..6, 1..300),
+        top_k in 0usize..40,
+        seed in proptest::num::u64::ANY,
+    ) {
+        let logits: Vec<f32> = levels.iter().map(|&l| f32::from(l) * 0.5).collect();
+        let config = SamplerConfig {
+            temperature: 0.9,
+            top_k,
+            top_p: 1.0,
+            min_p: 0.0,
+            seed,
+            ..SamplerConfig::default()
+        };
+        let mut s = Sampler::new(config.clone());
+        let draws: Vec<u32> = (0..16).map(|_| s.sample_id(&logits)).collect();
+        proptest::prop_assert_eq!(draws, draws_with_full_sort(&logits, &config, 16));
+    }
+}
+
+#[test]
+fn sample_id_draws_as_sample_does() {
+    let logits: Vec<f32> = (0..1000)
+        .map(|i| ((i * 7919) % 1000) as f32 / 100.0)
+        .collect();
+    let mut with_logprobs = Sampler::new(SamplerConfig::default());
+    let mut without = Sampler::new(SamplerConfig::default());
+    for _ in 0..50 {
+        assert_eq!(
+            with_logprobs.sample(&logits, 3).id,
+            without.sample_id(&logits)
+        );
+    }
+}

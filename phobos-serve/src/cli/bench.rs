@@ -57,6 +57,18 @@ pub struct BenchArgs {
     /// host pool is sized once per process.
     #[arg(short = 't', long = "threads", value_delimiter = ',')]
     pub threads: Vec<usize>,
+    /// Sequences decoded together in the `tg` tests (comma separated), each
+    /// with its own session, one token each per batched forward pass, as
+    /// the server's slots are (llama-batched-bench's `-npl`). A row with
+    /// more than one is named `tgN xS` and its t/s counts every sequence's
+    /// tokens.
+    #[arg(
+        short = 's',
+        long = "sequences",
+        value_delimiter = ',',
+        default_value = "1"
+    )]
+    pub sequences: Vec<usize>,
     /// Tokens per prompt batch.
     #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
     pub batch_size: usize,
@@ -118,17 +130,23 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 });
             }
             for &n in args.n_gen.iter().filter(|&&n| n > 0) {
-                let samples = repeat(args.repetitions, || {
-                    time_gen(&model, depth, n, args.batch_size)
-                })?;
-                rows.push(Row {
-                    test: test_name("tg", n, depth),
-                    n_prompt: 0,
-                    n_gen: n,
-                    n_depth: depth,
-                    threads,
-                    samples_ts: samples,
-                });
+                for &n_seq in args.sequences.iter().filter(|&&s| s > 0) {
+                    let samples = repeat(args.repetitions, || {
+                        time_gen(&model, depth, n, n_seq, args.batch_size)
+                    })?;
+                    let mut test = test_name("tg", n, depth);
+                    if n_seq > 1 {
+                        test = format!("{test} x{n_seq}");
+                    }
+                    rows.push(Row {
+                        test,
+                        n_prompt: 0,
+                        n_gen: n,
+                        n_depth: depth,
+                        threads,
+                        samples_ts: samples,
+                    });
+                }
             }
         }
     }
@@ -189,19 +207,41 @@ fn time_prompt(model: &Model, depth: usize, n: usize, batch: usize) -> anyhow::R
     Ok(n as f64 / t0.elapsed().as_secs_f64())
 }
 
-fn time_gen(model: &Model, depth: usize, n: usize, batch: usize) -> anyhow::Result<f64> {
-    let mut session = model.new_session(depth.saturating_add(n))?;
-    fill(model, &mut session, &random_tokens(model, depth, 1), batch)?;
-    let tokens = random_tokens(model, n, 3);
-    let t0 = Instant::now();
-    for &t in &tokens {
-        model.forward(&mut [SeqInput {
-            session: &mut session,
-            tokens: &[t],
-            logits: LogitsWanted::Last,
-        }])?;
+/// `n` decode steps of `n_seq` sequences at once (one batched forward per
+/// step, a token per sequence); tokens per second over all sequences.
+fn time_gen(
+    model: &Model,
+    depth: usize,
+    n: usize,
+    n_seq: usize,
+    batch: usize,
+) -> anyhow::Result<f64> {
+    let mut sessions = Vec::with_capacity(n_seq);
+    for seq in 0..n_seq {
+        let mut session = model.new_session(depth.saturating_add(n))?;
+        fill(
+            model,
+            &mut session,
+            &random_tokens(model, depth, 1 + seq as u64),
+            batch,
+        )?;
+        sessions.push(session);
     }
-    Ok(n as f64 / t0.elapsed().as_secs_f64())
+    let tokens = random_tokens(model, n * n_seq, 3);
+    let t0 = Instant::now();
+    for step in tokens.chunks(n_seq.max(1)) {
+        let mut inputs: Vec<SeqInput<'_>> = sessions
+            .iter_mut()
+            .zip(step)
+            .map(|(session, t)| SeqInput {
+                session,
+                tokens: std::slice::from_ref(t),
+                logits: LogitsWanted::Last,
+            })
+            .collect();
+        model.forward(&mut inputs)?;
+    }
+    Ok((n * n_seq) as f64 / t0.elapsed().as_secs_f64())
 }
 
 #[derive(Default)]

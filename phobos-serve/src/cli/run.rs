@@ -325,7 +325,7 @@ fn answer(
     let mut reply = String::new();
     let mut produced = 0i64;
     while args.n_predict < 0 || produced < args.n_predict {
-        let token = sampler.sample(&logits, 0).id;
+        let token = sampler.sample_id(&logits);
         if tok.is_end_of_generation(token) {
             break;
         }

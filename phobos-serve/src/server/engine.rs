@@ -176,22 +176,28 @@ impl InferenceBackend for EngineBackend {
                     "a slot was stepped before its prompt was ingested".into(),
                 ));
             }
-            let n_top = if params.logprobs || params.top_logprobs > 0 {
-                params.top_logprobs as usize
+            let output = if params.logprobs || params.top_logprobs > 0 {
+                let sampled = slot
+                    .sampler
+                    .sample(&slot.logits, params.top_logprobs as usize);
+                StepOutput {
+                    token: sampled.id,
+                    logprob: params.logprobs.then_some(sampled.logprob),
+                    top_logprobs: sampled
+                        .top_logprobs
+                        .iter()
+                        .map(|&(id, logprob)| TokenLogprob { id, logprob })
+                        .collect(),
+                }
             } else {
-                0
+                StepOutput {
+                    token: slot.sampler.sample_id(&slot.logits),
+                    logprob: None,
+                    top_logprobs: Vec::new(),
+                }
             };
-            let sampled = slot.sampler.sample(&slot.logits, n_top);
-            outputs.push(StepOutput {
-                token: sampled.id,
-                logprob: params.logprobs.then_some(sampled.logprob),
-                top_logprobs: sampled
-                    .top_logprobs
-                    .iter()
-                    .map(|&(id, logprob)| TokenLogprob { id, logprob })
-                    .collect(),
-            });
-            next_tokens.push([sampled.id]);
+            next_tokens.push([output.token]);
+            outputs.push(output);
         }
         // One batched forward over every slot with room for the new token;
         // a full slot keeps its cache and the scheduler ends it (length).
