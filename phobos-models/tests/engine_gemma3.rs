@@ -95,6 +95,7 @@ fn prompt_tokens_match_llama_cpp() {
 fn teacher_forced_argmax_matches_llama_cpp_where_clear() {
     let Some(model) = model() else { return };
     let mut checked = 0;
+    let (mut agreeing, mut total) = (0, 0);
     for (n, case) in cases().iter().enumerate() {
         let mut session = model.new_session(512).unwrap();
         let n_prompt = case.prompt_ids.len();
@@ -117,10 +118,12 @@ fn teacher_forced_argmax_matches_llama_cpp_where_clear() {
             }])
             .unwrap();
         for (i, (&want, &gap)) in case.generated.iter().zip(&case.gaps).enumerate() {
+            let row = &logits[0][i * model.n_vocab()..(i + 1) * model.n_vocab()];
+            total += 1;
+            agreeing += usize::from(argmax_logits(row) == want);
             if gap < CLEAR_GAP {
                 continue;
             }
-            let row = &logits[0][i * model.n_vocab()..(i + 1) * model.n_vocab()];
             assert_eq!(
                 argmax_logits(row),
                 want,
@@ -129,6 +132,11 @@ fn teacher_forced_argmax_matches_llama_cpp_where_clear() {
             checked += 1;
         }
     }
+    // Near ties may go either way; how many still agree says how close
+    // the numerics are (printed with --nocapture).
+    eprintln!(
+        "argmax equals llama.cpp's token at {agreeing} of {total} positions (near ties included)"
+    );
     assert!(checked > 200, "only {checked} clear positions checked");
 }
 

@@ -10,9 +10,9 @@ pub fn rms_norm_rows(x: &mut [f32], w: &[f32], eps: f32) {
         return;
     }
     for row in x.chunks_mut(width) {
-        // Sum of squares in f64 like ggml's rms_norm (it accumulates in
-        // ggml_float = double).
-        let sum_sq: f64 = row.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+        // ggml's rms_norm, operation for operation: each square rounded to
+        // f32, summed in order in f64 (ggml_float), the mean narrowed to f32.
+        let sum_sq: f64 = row.iter().map(|&v| f64::from(v * v)).sum();
         let mean = (sum_sq / width as f64) as f32;
         let scale = 1.0 / (mean + eps).sqrt();
         for (v, &g) in row.iter_mut().zip(w) {
