@@ -207,13 +207,9 @@ fn pods_without_a_valid_certificate_are_refused_logged_and_nothing_hangs() {
     // Each (pod, what its error must say).
     let cases = [
         // Its certificate is signed by another CA: the scheduler refuses it.
-        (
-            pod(Some(&pki.foreign)),
-            "a foreign certificate",
-            "TLS connection",
-        ),
+        (pod(Some(&pki.foreign)), "a foreign certificate", "TLS"),
         // No TLS at all: the scheduler refuses the handshake.
-        (pod(None), "no certificate", "pod0"),
+        (pod(None), "no certificate", "TLS"),
         // It does not trust the scheduler's certificate: it refuses itself.
         (
             pod(Some(&pki.stranger)),

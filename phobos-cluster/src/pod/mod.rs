@@ -159,6 +159,7 @@ pub async fn run(options: PodOptions) -> Result<(), PodError> {
     let mut client: SchedClient =
         proto::scheduler_client::SchedulerClient::with_interceptor(channel, options.token.client())
             .max_decoding_message_size(net::MAX_MESSAGE_BYTES);
+    let tls_on = options.tls.is_some();
     let rpc = |what: &'static str| {
         let address = options.sched.clone();
         let id = options.id;
@@ -179,10 +180,23 @@ pub async fn run(options: PodOptions) -> Result<(), PodError> {
                     message: status.message().to_string(),
                 }
             } else {
+                let mut message = error_chain(&status);
+                // A server that refuses the TLS handshake just hangs up.
+                let hung_up = matches!(
+                    status.code(),
+                    tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Internal
+                );
+                if what == "registration" && hung_up {
+                    message.push_str(if tls_on {
+                        " (a scheduler that refuses this pod's TLS certificate hangs up: its log says why)"
+                    } else {
+                        " (a scheduler that requires TLS refuses pods without --tls-cert, --tls-key and --tls-ca: its log says why)"
+                    });
+                }
                 PodError::Rpc {
                     address,
                     what,
-                    message: error_chain(&status),
+                    message,
                 }
             }
         }
