@@ -1,7 +1,8 @@
 //! `run JOB --nodes N`: a scheduler and N pods as child processes of this
 //! one, on loopback, sharing a fresh token (passed in the environment, so
-//! it never shows in a process listing).
+//! it never shows in a process listing) and, if given, the TLS files.
 
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -24,13 +25,22 @@ impl Drop for Children {
     }
 }
 
-pub fn run_children(exe: &Path, job: &Path, nodes: usize, sched_args: &[String]) -> Result<()> {
+/// `sched_args` go to the scheduler, `shared_args` (the TLS files) to it
+/// and every pod.
+pub fn run_children(
+    exe: &Path,
+    job: &Path,
+    nodes: usize,
+    sched_args: &[String],
+    shared_args: &[OsString],
+) -> Result<()> {
     let token = Token::generate()?;
     let mut sched = Command::new(exe)
         .arg("sched")
         .args(["--listen", "127.0.0.1:0", "--job"])
         .arg(job)
         .args(sched_args)
+        .args(shared_args)
         .env(TOKEN_ENV, token.as_str())
         .stdout(Stdio::piped())
         .spawn()
@@ -53,6 +63,7 @@ pub fn run_children(exe: &Path, job: &Path, nodes: usize, sched_args: &[String])
             .arg("pod")
             .args(["--id", &id.to_string(), "--sched", &address])
             .args(["--listen", "127.0.0.1:0"])
+            .args(shared_args)
             .env(TOKEN_ENV, token.as_str())
             .stdout(Stdio::null())
             .spawn()

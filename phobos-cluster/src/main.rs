@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use phobos_cluster::job::{self, Job};
 use phobos_cluster::net::auth::Token;
+use phobos_cluster::net::tls::TlsArgs;
 use phobos_cluster::plan::{self, Ingest, Machine, PlanOptions};
 use phobos_cluster::store::{self, Fill};
 use phobos_cluster::{exec, placement, pod, sched};
@@ -54,6 +55,9 @@ enum Command {
         in_process: bool,
         #[command(flatten)]
         liveness: Liveness,
+        /// Mutual TLS between the children (all use the same files).
+        #[command(flatten)]
+        tls: TlsArgs,
     },
     /// The scheduler: waits for N pods, plans, runs, prints the output
     /// URIs, exits 0 when every output is stored.
@@ -72,6 +76,8 @@ enum Command {
         /// How long to wait for all pods to join, ms.
         #[arg(long, default_value_t = 120_000)]
         join_timeout_ms: u64,
+        #[command(flatten)]
+        tls: TlsArgs,
     },
     /// One pod (one process per device): registers with the scheduler,
     /// runs the supertiles it is sent, serves tiles to its peers.
@@ -111,6 +117,8 @@ enum Command {
         /// (default: $XDG_CACHE_HOME/phobos/cluster-ptx or ~/.cache/...).
         #[arg(long)]
         ptx_cache: Option<PathBuf>,
+        #[command(flatten)]
+        tls: TlsArgs,
     },
     /// Print a Slurm batch script that runs a job: one pod per allocated
     /// GPU (or task), the scheduler on the first node.
@@ -293,14 +301,17 @@ fn run() -> Result<()> {
             options,
             in_process,
             liveness,
+            tls,
         } => {
             if in_process {
                 run_command(&job, &options)
             } else {
+                // Bad TLS files fail here, before any child starts.
+                tls.load()?;
                 let exe = std::env::current_exe().context("locating this executable")?;
                 let mut forward = options.forward();
                 forward.extend(liveness.forward());
-                launch::run_children(&exe, &job, options.nodes, &forward)
+                launch::run_children(&exe, &job, options.nodes, &forward, &tls.forward())
                     .with_context(|| format!("running {}", job.display()))
             }
         }
@@ -311,6 +322,7 @@ fn run() -> Result<()> {
             token,
             liveness,
             join_timeout_ms,
+            tls,
         } => {
             let token = Token::from_arg_or_env(token)?;
             let options = sched::SchedOptions {
@@ -318,6 +330,7 @@ fn run() -> Result<()> {
                 plan: options.options(),
                 listen,
                 token,
+                tls: tls.load()?,
                 heartbeat_ms: liveness.heartbeat_ms,
                 join_timeout_ms,
                 rejoin_wait_ms: liveness.rejoin_wait_ms,
@@ -362,6 +375,7 @@ fn run() -> Result<()> {
             concurrency,
             gpu,
             ptx_cache,
+            tls,
         } => {
             let id = match id {
                 Some(id) => id,
@@ -378,6 +392,7 @@ fn run() -> Result<()> {
                     BackendArg::Cuda => pod::Backend::Cuda,
                 },
                 token: Token::from_arg_or_env(token)?,
+                tls: tls.load()?,
                 connect_timeout_ms,
                 concurrency,
                 gpu,

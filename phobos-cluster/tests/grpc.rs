@@ -2,106 +2,18 @@
 //! bit-identical to one process, pods SIGKILLed at several points (before
 //! their first compute, after storing some outputs, while streaming a
 //! tile to a peer, two one after the other) with the job still completing
-//! and the log naming what was recomputed, a restarted pod rejoining, no
-//! survivors, a wrong token, an unreachable scheduler and bad input all
-//! failing with a clear error and the outputs untouched. Every process is
+//! and the log naming what was recomputed, a stopped (silent) pod found
+//! dead by missed heartbeats, a restarted pod rejoining, no survivors, a
+//! wrong token, an unreachable scheduler and bad input all failing with a
+//! clear error and the outputs untouched; `plan --dot`. Every process is
 //! bounded in time.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
 use phobos_cluster::store::{self, Fill};
 use phobos_rt::DType;
 
-const LIMIT: Duration = Duration::from_secs(180);
-const BIN: &str = env!("CARGO_BIN_EXE_phobos-cluster");
-
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("phobos-grpc-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn kernels() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/kernels")
-}
-
-/// An SGEMM job in `d` writing `c` (fresh random old values; sizes that
-/// are multiples of no tile); returns the job path.
-fn sgemm(d: &Path, c: &str) -> PathBuf {
-    let (m, n, k) = (150, 130, 40);
-    let init = |name: &str, shape: &[usize], seed| {
-        if !d.join(name).exists() || name == c {
-            store::init_tensor(&d.join(name), DType::F32, shape, Fill::Random { seed }).unwrap();
-        }
-    };
-    init("A.bin", &[m, k], 1);
-    init("B.bin", &[k, n], 2);
-    init(c, &[m, n], 3);
-    let text = format!(
-        "source = {}/gemm_f32.ph\ntensor A = read f32 {m}x{k} file://A.bin\ntensor B = read f32 {k}x{n} file://B.bin\n\
-         tensor C = rmw f32 {m}x{n} file://{c}\nscalar alpha = f32 1.5\nscalar beta = f32 0.5\n",
-        kernels().display()
-    );
-    let path = d.join(format!("{c}.job"));
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-/// Waits for `child` up to [`LIMIT`], collecting its output.
-fn finish(mut child: Child, what: &str) -> Output {
-    let started = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if started.elapsed() > LIMIT {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "{what} did not finish within {LIMIT:?}:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env("PHOBOS_LOG", "info")
-        .env_remove("PHOBOS_CLUSTER_CHAOS")
-        .env_remove("PHOBOS_CLUSTER_TOKEN");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd
-}
-
-fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
-    finish(command(args, env).spawn().unwrap(), &format!("{args:?}"))
-}
-
-fn log(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// The single-process result of the SGEMM job.
-fn reference(d: &Path) -> Vec<u8> {
-    let job = sgemm(d, "Cref.bin");
-    let out = run(
-        &["run", job.to_str().unwrap(), "--nodes", "1", "--in-process"],
-        &[],
-    );
-    assert!(out.status.success(), "{}", log(&out));
-    std::fs::read(d.join("Cref.bin")).unwrap()
-}
+use common::*;
 
 /// (pods, extra `run` args, chaos spec, what the log must say)
 type Case = (
@@ -263,48 +175,6 @@ fn flash_attention_on_1_2_4_pods_matches_one_process() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
-/// Starts `sched` on a free port with `token`; returns it and its address.
-fn start_sched(job: &Path, token: &str, extra: &[&str]) -> (Child, String) {
-    let mut args = vec![
-        "sched",
-        "--listen",
-        "127.0.0.1:0",
-        "--job",
-        job.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let mut child = command(&args, &[("PHOBOS_CLUSTER_TOKEN", token)])
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let mut line = Vec::new();
-    let mut byte = [0u8];
-    while stdout.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
-        line.push(byte[0]);
-    }
-    let line = String::from_utf8(line).unwrap();
-    let address = line
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("scheduler said `{line}`"))
-        .to_string();
-    // The rest of stdout (output URIs) is drained when the test reads it.
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = stdout.read_to_string(&mut rest);
-    });
-    (child, address)
-}
-
-fn start_pod(id: usize, sched: &str, token: &str, env: &[(&str, &str)]) -> Child {
-    let id = id.to_string();
-    let mut all = vec![("PHOBOS_CLUSTER_TOKEN", token)];
-    all.extend_from_slice(env);
-    command(&["pod", "--id", &id, "--sched", sched], &all)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
 #[test]
 fn a_restarted_pod_rejoins_the_running_job() {
     let d = dir("rejoin");
@@ -335,6 +205,39 @@ fn a_restarted_pod_rejoins_the_running_job() {
     assert!(log.contains("node0 rejoined the running job"), "{log}");
     assert!(log.contains("recomputing from lineage on node0"), "{log}");
     assert!(finish(second, "the second pod").status.success());
+    assert!(std::fs::read(d.join("C.bin")).unwrap() == expected);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_silent_pod_is_declared_dead_by_missed_heartbeats() {
+    let d = dir("silent");
+    let expected = reference(&d);
+    let job = sgemm(&d, "C.bin");
+    // Alive but stopped (SIGSTOP): its connection stays open, only the
+    // heartbeats (every 200 ms, 4 missed: dead) tell.
+    let out = run(
+        &[
+            "run",
+            job.to_str().unwrap(),
+            "--nodes",
+            "2",
+            "--heartbeat-ms",
+            "200",
+            "--budget",
+            "40000",
+        ],
+        &[("PHOBOS_CLUSTER_CHAOS", "1:stop")],
+    );
+    let log = log(&out);
+    assert!(out.status.success(), "{log}");
+    for says in [
+        "chaos: SIGSTOP before its first compute",
+        "node1 lost: missed heartbeats for 800 ms",
+        "recomputing from lineage on node0",
+    ] {
+        assert!(log.contains(says), "no `{says}` in\n{log}");
+    }
     assert!(std::fs::read(d.join("C.bin")).unwrap() == expected);
     std::fs::remove_dir_all(&d).unwrap();
 }
@@ -392,10 +295,6 @@ fn a_pod_with_a_wrong_token_is_refused_and_logged() {
     let out = run(&["sched", "--job", job.to_str().unwrap()], &[]);
     assert!(log_contains(&out, "no cluster token"));
     std::fs::remove_dir_all(&d).unwrap();
-}
-
-fn log_contains(out: &Output, needle: &str) -> bool {
-    !out.status.success() && log(out).contains(needle)
 }
 
 #[test]
@@ -512,6 +411,18 @@ fn tensor_and_plan_commands_name_the_problem() {
         &[],
     );
     assert!(log_contains(&out, "--autotune"), "{}", log(&out));
+    // The per-node instruction DAG as Graphviz.
+    let job = sgemm(&d, "C.bin");
+    let out = run(
+        &["plan", job.to_str().unwrap(), "--nodes", "2", "--dot"],
+        &[],
+    );
+    let dot = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", log(&out));
+    assert!(
+        dot.starts_with("digraph plan {") && dot.contains("cluster_node1") && dot.contains("->"),
+        "{dot}"
+    );
     let uri = format!("file://{}", d.join("t.bin").display());
     let out = run(
         &[

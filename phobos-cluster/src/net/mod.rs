@@ -1,14 +1,17 @@
 //! The wire between the scheduler and its pods: the generated gRPC code
-//! (`proto/cluster.proto`), the shared-token check every RPC passes, and
-//! the helpers both sides use (connecting, chunked byte streams, regions).
+//! (`proto/cluster.proto`), the shared-token check every RPC passes,
+//! optional mutual TLS, and the helpers both sides use (connecting,
+//! chunked byte streams, regions).
 
 pub mod auth;
+pub mod tls;
 
 use std::time::{Duration, Instant};
 
 use tonic::transport::{Channel, Endpoint};
 
 use crate::plan::Region;
+use tls::Tls;
 
 /// The generated messages, clients and servers.
 #[allow(clippy::all, missing_docs)]
@@ -33,16 +36,26 @@ pub enum NetError {
         waited_ms: u128,
         message: String,
     },
+    #[error(
+        "TLS with {what} at {address} failed: {message} (both sides need certificates signed by the same --tls-ca, valid for the host dialed or --tls-domain)"
+    )]
+    Tls {
+        what: String,
+        address: String,
+        message: String,
+    },
 }
 
-/// An `http://` endpoint for `host:port`.
-pub fn endpoint(address: &str) -> Result<Endpoint, NetError> {
+/// An endpoint for `host:port`: `http://`, or `https://` with this
+/// process's certificate when `tls` is given.
+pub fn endpoint(address: &str, tls: Option<&Tls>) -> Result<Endpoint, NetError> {
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let uri = if address.contains("://") {
         address.to_string()
     } else {
-        format!("http://{address}")
+        format!("{scheme}://{address}")
     };
-    Endpoint::from_shared(uri)
+    let endpoint = Endpoint::from_shared(uri)
         .map(|e| {
             e.connect_timeout(Duration::from_secs(2))
                 .tcp_nodelay(true)
@@ -51,27 +64,50 @@ pub fn endpoint(address: &str) -> Result<Endpoint, NetError> {
         .map_err(|e| NetError::Address {
             address: address.to_string(),
             message: e.to_string(),
-        })
+        })?;
+    match tls {
+        None => Ok(endpoint),
+        Some(tls) => endpoint
+            .tls_config(tls.client_config())
+            .map_err(|e| NetError::Tls {
+                what: "the endpoint".into(),
+                address: address.to_string(),
+                message: error_chain(&e),
+            }),
+    }
 }
 
 /// Connects to `address`, retrying until `wait` has passed (the other
-/// side may still be starting).
-pub async fn connect(what: &str, address: &str, wait: Duration) -> Result<Channel, NetError> {
-    let endpoint = endpoint(address)?;
+/// side may still be starting); a TLS failure is final at once.
+pub async fn connect(
+    what: &str,
+    address: &str,
+    tls: Option<&Tls>,
+    wait: Duration,
+) -> Result<Channel, NetError> {
+    let endpoint = endpoint(address, tls)?;
     let started = Instant::now();
     loop {
-        match endpoint.connect().await {
+        let e = match endpoint.connect().await {
             Ok(channel) => return Ok(channel),
-            Err(e) if started.elapsed() >= wait => {
-                return Err(NetError::Unreachable {
-                    what: what.to_string(),
-                    address: address.to_string(),
-                    waited_ms: started.elapsed().as_millis(),
-                    message: error_chain(&e),
-                });
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(e) => e,
+        };
+        if let Some(message) = tls::failure(&e) {
+            return Err(NetError::Tls {
+                what: what.to_string(),
+                address: address.to_string(),
+                message,
+            });
         }
+        if started.elapsed() >= wait {
+            return Err(NetError::Unreachable {
+                what: what.to_string(),
+                address: address.to_string(),
+                waited_ms: started.elapsed().as_millis(),
+                message: error_chain(&e),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

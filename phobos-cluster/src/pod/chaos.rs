@@ -1,7 +1,9 @@
 //! Fault injection for the chaos tests: `PHOBOS_CLUSTER_CHAOS` is
 //! `NODE:WHEN[;NODE:WHEN...]`; pod NODE kills itself with SIGKILL when
 //! WHEN comes: `K` (a number) after storing K supertiles (0: before its
-//! first compute), `fetch` while streaming its first tile to a peer.
+//! first compute), `fetch` while streaming its first tile to a peer; or,
+//! with WHEN `stop`, stops itself with SIGSTOP before its first compute
+//! (alive but silent: only missed heartbeats tell).
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -13,6 +15,7 @@ pub const CHAOS_ENV: &str = "PHOBOS_CLUSTER_CHAOS";
 pub struct Chaos {
     after_stores: Option<usize>,
     mid_fetch: bool,
+    stop_before_compute: bool,
     stored: Arc<AtomicUsize>,
 }
 
@@ -29,6 +32,7 @@ impl Chaos {
             }
             match when.trim() {
                 "fetch" => chaos.mid_fetch = true,
+                "stop" => chaos.stop_before_compute = true,
                 k => chaos.after_stores = k.parse().ok(),
             }
         }
@@ -45,6 +49,9 @@ impl Chaos {
     pub fn before_compute(&self) {
         if self.after_stores == Some(0) {
             die("before its first compute");
+        }
+        if self.stop_before_compute {
+            signal_self("STOP", "before its first compute");
         }
     }
 
@@ -63,9 +70,15 @@ impl Chaos {
 
 /// SIGKILLs this process (no destructors, no goodbye: a real crash).
 pub fn die(when: &str) {
-    tracing::warn!("chaos: SIGKILL {when}");
+    signal_self("KILL", when);
+}
+
+/// Sends `signal` to this process; KILL and STOP cannot be caught, so
+/// this thread never gets past the sleep.
+fn signal_self(signal: &str, when: &str) {
+    tracing::warn!("chaos: SIG{signal} {when}");
     let _ = Command::new("kill")
-        .args(["-KILL", &std::process::id().to_string()])
+        .args([&format!("-{signal}"), &std::process::id().to_string()])
         .stderr(Stdio::null())
         .status();
     std::thread::sleep(std::time::Duration::from_secs(60));
@@ -83,6 +96,8 @@ mod tests {
         let c = Chaos::parse("0:1;3:fetch;2:0", 0);
         assert_eq!(c.after_stores, Some(1));
         assert!(!c.dies_mid_fetch());
+        let c = Chaos::parse("1:stop", 1);
+        assert!(c.stop_before_compute && c.after_stores.is_none());
         let c = Chaos::parse("garbage;1", 1);
         assert_eq!(c.after_stores, None);
         assert!(!c.dies_mid_fetch());

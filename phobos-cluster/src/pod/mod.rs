@@ -23,6 +23,7 @@ use crate::interp::Val;
 use crate::job::{self, Binding, Job, JobError};
 use crate::net::auth::Token;
 use crate::net::proto::{self, pod_event, sched_command};
+use crate::net::tls::{self, Tls};
 use crate::net::{self, NetError, error_chain};
 use crate::plan::{self, Ingest, Machine, Plan, PlanError, PlanOptions, lower::buffer_region};
 use chaos::Chaos;
@@ -43,6 +44,9 @@ pub struct PodOptions {
     pub arena_bytes: u64,
     pub backend: Backend,
     pub token: Token,
+    /// Mutual TLS to the scheduler and peers and for this pod's tile
+    /// service (`None`: plain HTTP/2).
+    pub tls: Option<Arc<Tls>>,
     pub connect_timeout_ms: u64,
     /// Supertiles in flight at once.
     pub concurrency: usize,
@@ -62,6 +66,14 @@ pub enum PodError {
         id: usize,
         message: String,
     },
+    #[error(
+        "the scheduler at {address} refused pod{id}'s TLS connection: {message} (this pod's certificate must be signed by the scheduler's --tls-ca)"
+    )]
+    TlsRefused {
+        address: String,
+        id: usize,
+        message: String,
+    },
     #[error("the scheduler at {address} failed {what}: {message}")]
     Rpc {
         address: String,
@@ -70,6 +82,8 @@ pub enum PodError {
     },
     #[error("the kernel fetched by hash {expected} hashes to {actual}")]
     KernelHash { expected: String, actual: String },
+    #[error("the kernel with SHA-256 {sha256} is not UTF-8 text")]
+    KernelNotUtf8 { sha256: String },
     #[error(transparent)]
     Job(#[from] JobError),
     #[error(transparent)]
@@ -138,16 +152,25 @@ pub async fn run(options: PodOptions) -> Result<(), PodError> {
     let channel = net::connect(
         "the scheduler",
         &options.sched,
+        options.tls.as_deref(),
         Duration::from_millis(options.connect_timeout_ms),
     )
     .await?;
     let mut client: SchedClient =
         proto::scheduler_client::SchedulerClient::with_interceptor(channel, options.token.client())
             .max_decoding_message_size(net::MAX_MESSAGE_BYTES);
+    let tls_on = options.tls.is_some();
     let rpc = |what: &'static str| {
         let address = options.sched.clone();
         let id = options.id;
         move |status: tonic::Status| {
+            if let Some(message) = tls::failure(&status) {
+                return PodError::TlsRefused {
+                    address,
+                    id,
+                    message,
+                };
+            }
             if status.code() == tonic::Code::Unauthenticated
                 || status.code() == tonic::Code::InvalidArgument
             {
@@ -157,10 +180,23 @@ pub async fn run(options: PodOptions) -> Result<(), PodError> {
                     message: status.message().to_string(),
                 }
             } else {
+                let mut message = error_chain(&status);
+                // A server that refuses the TLS handshake just hangs up.
+                let hung_up = matches!(
+                    status.code(),
+                    tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Internal
+                );
+                if what == "registration" && hung_up {
+                    message.push_str(if tls_on {
+                        " (a scheduler that refuses this pod's TLS certificate hangs up: its log says why)"
+                    } else {
+                        " (a scheduler that requires TLS refuses pods without --tls-cert, --tls-key and --tls-ca: its log says why)"
+                    });
+                }
                 PodError::Rpc {
                     address,
                     what,
-                    message: error_chain(&status),
+                    message,
                 }
             }
         }
@@ -181,13 +217,7 @@ pub async fn run(options: PodOptions) -> Result<(), PodError> {
     let kernel = fetch_kernel(&mut client, &reply.kernel_sha256)
         .await
         .map_err(rpc("the kernel fetch"))?;
-    let actual = crate::sched::service::kernel_hash(&kernel);
-    if actual != reply.kernel_sha256 {
-        return Err(PodError::KernelHash {
-            expected: reply.kernel_sha256,
-            actual,
-        });
-    }
+    let kernel = verified_kernel(&reply.kernel_sha256, kernel)?;
     let job = Job::parse(&reply.job_name, &reply.job_text, Path::new(&reply.job_base))?;
     let binding = job::bind_source(&job, kernel)?;
     let wire = reply.plan.unwrap_or_default();
@@ -241,7 +271,7 @@ pub async fn run(options: PodOptions) -> Result<(), PodError> {
     };
     let job = Arc::new(job);
     let chaos = Chaos::from_env(options.id);
-    let tile_server = tonic::transport::Server::builder()
+    let router = tonic::transport::Server::builder()
         .tcp_nodelay(true)
         .add_service(proto::pod_server::PodServer::with_interceptor(
             TileService {
@@ -249,9 +279,11 @@ pub async fn run(options: PodOptions) -> Result<(), PodError> {
                 chaos: chaos.clone(),
             },
             options.token.server("pod"),
-        ))
-        .serve_with_incoming(TcpListenerStream::new(listener));
-    let tile_server = tokio::spawn(tile_server);
+        ));
+    let tile_server = match &options.tls {
+        None => tokio::spawn(router.serve_with_incoming(TcpListenerStream::new(listener))),
+        Some(t) => tokio::spawn(router.serve_with_incoming(tls::incoming(listener, t, "pod"))),
+    };
 
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let _ = events_tx.send(proto::PodEvent {
@@ -272,7 +304,7 @@ pub async fn run(options: PodOptions) -> Result<(), PodError> {
         job,
         binding,
         plan,
-        peers: Peers::new(options.token.clone()),
+        peers: Peers::new(options.token.clone(), options.tls.clone()),
         chaos,
         cuda,
         arena: Arc::new(Semaphore::new(arena_kib as usize)),
@@ -347,7 +379,8 @@ type SchedClient = proto::scheduler_client::SchedulerClient<
     >,
 >;
 
-async fn fetch_kernel(client: &mut SchedClient, sha256: &str) -> Result<String, tonic::Status> {
+/// The kernel source named by `sha256`, as the scheduler streams it.
+async fn fetch_kernel(client: &mut SchedClient, sha256: &str) -> Result<Vec<u8>, tonic::Status> {
     let mut stream = client
         .fetch_kernel(proto::KernelRequest {
             sha256: sha256.to_string(),
@@ -358,7 +391,22 @@ async fn fetch_kernel(client: &mut SchedClient, sha256: &str) -> Result<String, 
     while let Some(chunk) = stream.message().await? {
         bytes.extend_from_slice(&chunk.data);
     }
-    String::from_utf8(bytes).map_err(|_| tonic::Status::data_loss("the kernel source is not UTF-8"))
+    Ok(bytes)
+}
+
+/// `bytes` as the kernel source named by `sha256`: bytes that hash to
+/// anything else (another kernel, or damaged on the way) are never run.
+pub fn verified_kernel(sha256: &str, bytes: Vec<u8>) -> Result<String, PodError> {
+    let actual = crate::sched::service::kernel_hash(&bytes);
+    if actual != sha256 {
+        return Err(PodError::KernelHash {
+            expected: sha256.to_string(),
+            actual,
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| PodError::KernelNotUtf8 {
+        sha256: sha256.to_string(),
+    })
 }
 
 fn hostname() -> String {
@@ -513,4 +561,30 @@ fn working_set_bytes(job: &Job, st: &plan::Supertile) -> u64 {
         })
         .map(|t| (buffer_region(st, &t.name).elements() * t.dtype.size_bytes()) as u64)
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::service::kernel_hash;
+
+    #[test]
+    fn a_kernel_is_run_only_when_it_hashes_to_the_name_it_was_fetched_by() {
+        let source = "kernel k() {}\n";
+        let sha = kernel_hash(source);
+        assert_eq!(
+            verified_kernel(&sha, source.as_bytes().to_vec()).unwrap(),
+            source
+        );
+        // Another kernel, or the same one damaged on the way.
+        let err = verified_kernel(&sha, b"kernel k() {}\r\n".to_vec()).unwrap_err();
+        assert!(
+            matches!(&err, PodError::KernelHash { expected, actual } if *expected == sha && *actual != sha),
+            "{err}"
+        );
+        assert!(err.to_string().contains(&sha), "{err}");
+        let bytes = vec![0xff, 0xfe];
+        let err = verified_kernel(&kernel_hash(&bytes), bytes).unwrap_err();
+        assert!(matches!(err, PodError::KernelNotUtf8 { .. }), "{err}");
+    }
 }

@@ -16,6 +16,7 @@ use crate::exec::region_io;
 use crate::job::{Access, Job, TensorSpec};
 use crate::net::auth::{ClientAuth, Token};
 use crate::net::proto::{self, pod_client::PodClient};
+use crate::net::tls::Tls;
 use crate::net::{self, chunks, error_chain, region_from_wire, region_to_wire};
 use crate::plan::Region;
 use crate::store::HostTensor;
@@ -79,13 +80,15 @@ type Client = PodClient<InterceptedService<Channel, ClientAuth>>;
 /// Clients to peers, one connection per address.
 pub struct Peers {
     token: Token,
+    tls: Option<Arc<Tls>>,
     clients: Mutex<HashMap<String, Client>>,
 }
 
 impl Peers {
-    pub fn new(token: Token) -> Peers {
+    pub fn new(token: Token, tls: Option<Arc<Tls>>) -> Peers {
         Peers {
             token,
+            tls,
             clients: Mutex::new(HashMap::new()),
         }
     }
@@ -94,11 +97,14 @@ impl Peers {
         if let Some(c) = self.clients.lock().await.get(address) {
             return Ok(c.clone());
         }
-        let channel = net::endpoint(address)
+        let channel = net::endpoint(address, self.tls.as_deref())
             .map_err(|e| e.to_string())?
             .connect()
             .await
-            .map_err(|e| error_chain(&e))?;
+            .map_err(|e| match crate::net::tls::failure(&e) {
+                Some(tls) => format!("TLS: {tls}"),
+                None => error_chain(&e),
+            })?;
         let client = PodClient::with_interceptor(channel, self.token.client())
             .max_decoding_message_size(net::MAX_MESSAGE_BYTES);
         self.clients

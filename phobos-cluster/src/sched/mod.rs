@@ -21,6 +21,7 @@ use crate::exec::{self, ExecError};
 use crate::job::{self, Access, Job, JobError};
 use crate::net::auth::Token;
 use crate::net::proto::{self, pod_event, sched_command};
+use crate::net::tls::{self, Tls};
 use crate::plan::{self, Ingest, Plan, PlanError, PlanOptions, Region};
 use service::{Commands, Event, JobInfo, SchedService, kernel_hash};
 
@@ -29,6 +30,8 @@ pub struct SchedOptions {
     pub plan: PlanOptions,
     pub listen: String,
     pub token: Token,
+    /// Mutual TLS on every connection (`None`: plain HTTP/2).
+    pub tls: Option<Arc<Tls>>,
     /// Pods send a heartbeat at this interval; 4 missed make a pod dead.
     pub heartbeat_ms: u64,
     /// How long to wait for all pods to join before giving up.
@@ -193,16 +196,25 @@ pub async fn run(
         events: events_tx,
         next_conn: AtomicU64::new(0),
     };
-    let server = tonic::transport::Server::builder()
+    let router = tonic::transport::Server::builder()
         .tcp_nodelay(true)
         .add_service(tonic::service::interceptor::InterceptedService::new(
             proto::scheduler_server::SchedulerServer::new(service)
                 .max_decoding_message_size(crate::net::MAX_MESSAGE_BYTES),
             options.token.server("scheduler"),
-        ))
-        .serve_with_incoming(TcpListenerStream::new(listener));
-    let server = tokio::spawn(server);
-    tracing::info!(%address, "listening; waiting for {} pods", plan.nodes);
+        ));
+    let server = match &options.tls {
+        None => tokio::spawn(router.serve_with_incoming(TcpListenerStream::new(listener))),
+        Some(t) => {
+            tokio::spawn(router.serve_with_incoming(tls::incoming(listener, t, "scheduler")))
+        }
+    };
+    tracing::info!(
+        %address,
+        tls = options.tls.is_some(),
+        "listening; waiting for {} pods",
+        plan.nodes
+    );
     on_listening(address);
     exec::begin_outputs(&job)?;
     let mut sched = Sched::new(&plan, &job, &options);

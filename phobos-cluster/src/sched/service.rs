@@ -23,8 +23,8 @@ pub struct JobInfo {
 }
 
 /// The SHA-256 of a kernel source, hex.
-pub fn kernel_hash(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
+pub fn kernel_hash(text: impl AsRef<[u8]>) -> String {
+    Sha256::digest(text.as_ref())
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
