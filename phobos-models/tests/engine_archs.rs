@@ -24,7 +24,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use half::f16;
-use phobos_models::engine::{EngineError, LoadOptions, LogitsWanted, Model, SeqInput};
+use phobos_models::engine::{
+    EngineError, LoadOptions, LogitsWanted, MAX_CHECKPOINTS, Model, SeqInput,
+};
 use phobos_models::gguf::{Gguf, GgufWriter, Value};
 use phobos_models::quant::GgmlType;
 use phobos_models::sample::argmax_logits;
@@ -518,6 +520,44 @@ fn batched_and_split_prompts_match_one_whole_prompt() {
             assert!(n_checkpoints > 0, "{arch}: checkpoints");
         } else {
             assert_eq!(per_state, 0, "{arch}");
+        }
+    });
+}
+
+/// A session filled to its context in pieces of two tokens (each leaves a
+/// checkpoint in models with DeltaNet layers) holds exactly what the
+/// footprint budgets per server slot: the full KV cache, the recurrent
+/// state and `MAX_CHECKPOINTS` checkpoints of it.
+#[test]
+fn a_full_session_holds_what_the_footprint_budgets() {
+    for_each_arch(|arch, model, golden| {
+        let n_ctx = 2 * (MAX_CHECKPOINTS + 3);
+        let mut s = model.new_session(n_ctx).unwrap();
+        let tokens: Vec<u32> = golden.prompts[0]
+            .ids
+            .iter()
+            .cycle()
+            .take(n_ctx)
+            .copied()
+            .collect();
+        for piece in tokens.chunks(2) {
+            model
+                .forward(&mut [SeqInput {
+                    session: &mut s,
+                    tokens: piece,
+                    logits: LogitsWanted::None,
+                }])
+                .unwrap();
+        }
+        assert_eq!(s.len(), n_ctx, "{arch}");
+        let footprint = model.footprint();
+        let held = (s.kv_bytes() + s.recurrent_bytes()) as u64;
+        assert_eq!(held, footprint.session_bytes_max(n_ctx), "{arch}");
+        if arch.starts_with("qwen35") {
+            assert_eq!(s.checkpoint_positions().len(), MAX_CHECKPOINTS, "{arch}");
+            assert!(footprint.recurrent_bytes_per_session > 0, "{arch}");
+        } else {
+            assert_eq!(s.recurrent_bytes(), 0, "{arch}");
         }
     });
 }

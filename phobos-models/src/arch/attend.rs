@@ -57,8 +57,17 @@ pub(crate) fn attend(
         cache.k_width = k_width;
         cache.v_width = v_width;
         cache.truncate(slot.pos0);
-        append_f16(&mut cache.k, &k[rows.start * k_width..rows.end * k_width]);
-        append_f16(&mut cache.v, &v[rows.start * v_width..rows.end * v_width]);
+        let n_ctx = slot.session.n_ctx;
+        append_f16(
+            &mut cache.k,
+            &k[rows.start * k_width..rows.end * k_width],
+            n_ctx * k_width,
+        );
+        append_f16(
+            &mut cache.v,
+            &v[rows.start * v_width..rows.end * v_width],
+            n_ctx * v_width,
+        );
         attention(
             shape,
             &q[rows.start * q_width..rows.end * q_width],
@@ -72,10 +81,16 @@ pub(crate) fn attend(
 }
 
 /// Rounds `rows` to f16 onto the end of `cache` (in bulk: F16C where the
-/// CPU has it).
-fn append_f16(cache: &mut Vec<f16>, rows: &[f32]) {
+/// CPU has it). The cache grows by doubling, as a `Vec` does, but never
+/// past `max_len` (the session's context): a full context holds no slack.
+fn append_f16(cache: &mut Vec<f16>, rows: &[f32], max_len: usize) {
     let start = cache.len();
-    cache.resize(start + rows.len(), f16::ZERO);
+    let needed = start + rows.len();
+    if needed > cache.capacity() {
+        let grown = (2 * cache.capacity()).clamp(needed, max_len.max(needed));
+        cache.reserve_exact(grown - start);
+    }
+    cache.resize(needed, f16::ZERO);
     cache[start..].convert_from_f32_slice(rows);
 }
 
@@ -90,5 +105,32 @@ pub(crate) fn add_in_place(a: &mut [f32], b: &[f32]) {
 pub(crate) fn add_bias(x: &mut [f32], bias: &[f32]) {
     for row in x.chunks_mut(bias.len().max(1)) {
         add_in_place(row, bias);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_grows_by_doubling_up_to_the_context_and_no_further() {
+        let row = [0.5f32; 6];
+        let max_len = 100 * row.len();
+        let mut cache = Vec::new();
+        let mut reallocations = 0;
+        for _ in 0..100 {
+            let before = cache.capacity();
+            append_f16(&mut cache, &row, max_len);
+            reallocations += usize::from(cache.capacity() != before);
+            assert!(cache.capacity() <= max_len, "{}", cache.capacity());
+        }
+        assert_eq!(cache.len(), max_len);
+        assert_eq!(cache.capacity(), max_len);
+        assert!(reallocations <= 9, "{reallocations} reallocations");
+        assert!(cache.iter().all(|&x| x == f16::from_f32(0.5)));
+        // A batch larger than the context left (a caller's bug elsewhere)
+        // still fits.
+        append_f16(&mut cache, &row, max_len);
+        assert_eq!(cache.len(), max_len + row.len());
     }
 }

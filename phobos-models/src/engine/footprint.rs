@@ -1,12 +1,13 @@
 //! Where a loaded model's memory goes: the weights (mapped from the file,
 //! and how much of the mapping is resident), the f32 copies the engine
-//! keeps (norm and bias vectors), the KV cache per token and the
-//! activations a forward pass holds per batch row.
+//! keeps (norm and bias vectors), the KV cache per token, the recurrent
+//! state per session (with its checkpoints) and the activations a forward
+//! pass holds per batch row.
 
 use crate::gguf::Gguf;
 use crate::quant::GgmlType;
 
-use super::Model;
+use super::{MAX_CHECKPOINTS, Model};
 
 /// A model's memory, in bytes. Weight matrices are never copied on the
 /// host: they are read from the file's memory map.
@@ -26,7 +27,8 @@ pub struct Footprint {
     pub kv_bytes_per_token: u64,
     /// One session's recurrent state (f32 conv and DeltaNet states of the
     /// linear-attention layers; 0 for models without them). Each of a
-    /// session's checkpoints (at most `MAX_CHECKPOINTS`) holds as much again.
+    /// session's checkpoints (at most [`MAX_CHECKPOINTS`]) holds as much
+    /// again; [`Footprint::session_bytes_max`] counts them.
     pub recurrent_bytes_per_session: u64,
     /// f32 activations a forward pass holds per batch row at its peak, an
     /// upper bound: the residual, one normed copy and every projection of
@@ -34,6 +36,16 @@ pub struct Footprint {
     pub scratch_bytes_per_row: u64,
     /// One row of f32 logits (only rows that ask for logits hold one).
     pub logits_bytes_per_row: u64,
+}
+
+impl Footprint {
+    /// The most one session of `n_ctx` tokens holds: its KV cache full,
+    /// its recurrent state and the [`MAX_CHECKPOINTS`] checkpoints of it
+    /// a session keeps (what a server must budget per slot).
+    pub fn session_bytes_max(&self, n_ctx: usize) -> u64 {
+        let recurrent_copies = 1 + MAX_CHECKPOINTS as u64;
+        self.kv_bytes_per_token * n_ctx as u64 + self.recurrent_bytes_per_session * recurrent_copies
+    }
 }
 
 impl Model {

@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 use phobos_models::chat::{ChatMessage, ChatRequest};
-use phobos_models::engine::{LogitsWanted, Model, SeqInput, Session};
+use phobos_models::engine::{LogitsWanted, MAX_CHECKPOINTS, Model, SeqInput, Session};
 use phobos_models::sample::{Sampler, SamplerConfig};
 use phobos_models::tokenizer::StreamDecoder;
 
@@ -173,6 +173,15 @@ fn print_footprint(model: &Model, session: &Session, batch_size: usize) {
         session.n_ctx(),
         mib(f.kv_bytes_per_token * session.n_ctx() as u64),
     );
+    if f.recurrent_bytes_per_session > 0 {
+        eprintln!(
+            "footprint: recurrent state {:.2} MiB per session, {:.2} MiB held now ({} checkpoints); at most {:.1} MiB with a full context and {MAX_CHECKPOINTS} checkpoints",
+            mib(f.recurrent_bytes_per_session),
+            mib(session.recurrent_bytes() as u64),
+            session.checkpoint_positions().len(),
+            mib(f.session_bytes_max(session.n_ctx())),
+        );
+    }
     eprintln!(
         "footprint: activations at most {} bytes per batch row, {:.1} MiB for a {batch_size}-token batch, plus {:.1} MiB per row of logits",
         f.scratch_bytes_per_row,

@@ -69,7 +69,8 @@ pub trait ModelInfo: Send + Sync + 'static {
     fn chat_template(&self) -> &ChatTemplate;
     /// Tokens one slot's KV cache holds (prompt plus generated).
     fn context_len_per_slot(&self) -> usize;
-    /// Resident bytes of weights and caches, for the dashboard (0 = unknown).
+    /// Bytes of weights and caches with every slot full (KV cache and any
+    /// recurrent state with its checkpoints), for the dashboard (0 = unknown).
     fn memory_bytes(&self) -> u64 {
         0
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use phobos_models::chat::ChatTemplate;
-use phobos_models::engine::{LogitsWanted, Model, SeqInput, Session};
+use phobos_models::engine::{Footprint, LogitsWanted, Model, SeqInput, Session};
 use phobos_models::gguf::Gguf;
 use phobos_models::sample::{Sampler, SamplerConfig};
 use phobos_models::tokenizer::Tokenizer;
@@ -23,6 +23,9 @@ pub struct EngineBackend {
     model_id: String,
     template: ChatTemplate,
     context_len_per_slot: usize,
+    /// Weights plus every slot full (KV cache, recurrent state and its
+    /// checkpoints), fixed at load.
+    memory_estimate_bytes: u64,
 }
 
 /// One slot: its KV cache, the logits after its last cached token (empty
@@ -51,12 +54,32 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<EngineBackend> {
             "--ctx-size is larger than the model's training context; using the model's"
         );
     }
+    let memory_estimate_bytes = memory_estimate_bytes(
+        model.gguf().len_bytes(),
+        &model.footprint(),
+        args.parallel as usize,
+        context_len_per_slot,
+    );
     Ok(EngineBackend {
         model,
         model_id: load::model_id(args),
         template,
         context_len_per_slot,
+        memory_estimate_bytes,
     })
+}
+
+/// The file (weights, mapped) and `n_slots` sessions at their largest:
+/// a full KV cache of `context_len_per_slot` tokens, and for models with
+/// DeltaNet layers the recurrent state plus its checkpoints.
+fn memory_estimate_bytes(
+    file_bytes: u64,
+    footprint: &Footprint,
+    n_slots: usize,
+    context_len_per_slot: usize,
+) -> u64 {
+    let per_slot = footprint.session_bytes_max(context_len_per_slot);
+    file_bytes.saturating_add(per_slot.saturating_mul(n_slots.max(1) as u64))
 }
 
 fn sampler_for(params: &SamplingParams) -> Sampler {
@@ -104,9 +127,7 @@ impl ModelInfo for EngineBackend {
     }
 
     fn memory_bytes(&self) -> u64 {
-        let weights = self.model.gguf().len_bytes();
-        let kv = (self.model.kv_bytes_per_token() * self.context_len_per_slot) as u64;
-        weights + kv
+        self.memory_estimate_bytes
     }
 }
 
@@ -223,5 +244,30 @@ impl InferenceBackend for EngineBackend {
             batch[index].0.logits = slot_logits;
         }
         Ok(outputs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use phobos_models::engine::MAX_CHECKPOINTS;
+
+    #[test]
+    fn the_estimate_counts_every_slot_with_its_recurrent_checkpoints() {
+        let footprint = Footprint {
+            weights_mapped_bytes: 900,
+            weights_f32_bytes: 0,
+            weights_resident_bytes: None,
+            weights_copied_bytes: 0,
+            kv_bytes_per_token: 10,
+            recurrent_bytes_per_session: 7,
+            scratch_bytes_per_row: 0,
+            logits_bytes_per_row: 0,
+        };
+        let per_slot = 10 * 64 + 7 * (1 + MAX_CHECKPOINTS as u64);
+        assert_eq!(
+            memory_estimate_bytes(1000, &footprint, 3, 64),
+            1000 + 3 * per_slot
+        );
     }
 }

@@ -227,6 +227,7 @@ where
             backend = model.backend_name(),
             slots = args.parallel,
             ctx_per_slot = model.context_len_per_slot(),
+            memory_bytes = model.memory_bytes(),
             "model loaded"
         );
         let _ = state.loaded.set(Loaded {

@@ -48,12 +48,54 @@ pub(super) struct Problem<'a> {
 }
 
 /// Query vectors `first_vector..first_vector + n_vectors` of KV head
-/// `kv_head`, numbered token-major (`token * group + head_in_group`).
+/// `kv_head`, numbered token-major (`token * group + head_in_group`),
+/// against piece `keys` of the keys they see.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Task {
     pub kv_head: usize,
     pub first_vector: usize,
     pub n_vectors: usize,
+    pub keys: KeySplit,
+}
+
+/// Piece `index` of `count` of the key range a task's vectors see
+/// (flash-decoding: a few query vectors over a long context are split
+/// along the keys so several threads share them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct KeySplit {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl KeySplit {
+    pub const WHOLE: KeySplit = KeySplit { index: 0, count: 1 };
+
+    /// This piece of `lo..hi`: pieces are whole key blocks (the last one
+    /// shorter, trailing ones possibly empty), so a split adds no partial
+    /// blocks beyond the one at each piece's end.
+    pub fn piece(self, lo: usize, hi: usize) -> (usize, usize) {
+        let per_piece = (hi - lo)
+            .div_ceil(self.count.max(1))
+            .next_multiple_of(KEY_BLOCK);
+        let start = lo
+            .saturating_add(self.index.saturating_mul(per_piece))
+            .min(hi);
+        (start, start.saturating_add(per_piece).min(hi))
+    }
+}
+
+/// Where a task's results go.
+pub(super) enum TaskOut<'a> {
+    /// The attention outputs, `[n_vectors][head_dim_v]`.
+    Final(&'a mut [f32]),
+    /// For a merge over key pieces: the weighted sums of values, not yet
+    /// divided by the softmax sum (`[n_vectors][head_dim_v]`, relative to
+    /// the piece's max score), and per vector its `(max, sum)` pair
+    /// (`[n_vectors][2]`; `(-inf, 0)` when the piece hides every key).
+    Partial {
+        sums: &'a mut [f32],
+        stats: &'a mut [f32],
+    },
 }
 
 /// Lane counts a task can be compiled for.
@@ -130,8 +172,14 @@ fn grow(buf: &mut Vec<f32>, len: usize) {
     }
 }
 
-/// Runs `task`, writing its vectors' outputs to `out` (`[n_vectors][head_dim_v]`).
-pub(super) fn run_task(problem: &Problem<'_>, task: Task, lanes: Lanes, isa: Isa, out: &mut [f32]) {
+/// Runs `task`, writing its vectors' results to `out`.
+pub(super) fn run_task(
+    problem: &Problem<'_>,
+    task: Task,
+    lanes: Lanes,
+    isa: Isa,
+    out: TaskOut<'_>,
+) {
     SCRATCH.with(|cell| {
         let mut scratch = cell.borrow_mut();
         match isa {
@@ -191,7 +239,8 @@ impl Simd for Portable {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{
-        Lanes, Problem, Scratch, Simd, Task, Vector, accumulate_values, block_scores, task_body,
+        Lanes, Problem, Scratch, Simd, Task, TaskOut, Vector, accumulate_values, block_scores,
+        task_body,
     };
     use half::f16;
     use std::arch::x86_64::*;
@@ -381,7 +430,7 @@ mod x86 {
         problem: &Problem<'_>,
         task: Task,
         lanes: Lanes,
-        out: &mut [f32],
+        out: TaskOut<'_>,
         scratch: &mut Scratch,
     ) {
         match lanes {
@@ -397,7 +446,7 @@ mod x86 {
         problem: &Problem<'_>,
         task: Task,
         lanes: Lanes,
-        out: &mut [f32],
+        out: TaskOut<'_>,
         scratch: &mut Scratch,
     ) {
         match lanes {
@@ -422,7 +471,7 @@ fn first_visible(window: Option<usize>, pos: usize) -> usize {
 fn task_body<const L: usize, S: Simd>(
     problem: &Problem<'_>,
     task: Task,
-    out: &mut [f32],
+    out: TaskOut<'_>,
     scratch: &mut Scratch,
 ) {
     let shape = problem.shape;
@@ -465,7 +514,7 @@ fn task_body<const L: usize, S: Simd>(
     }
     // Vectors are token-major, so positions (and window starts) grow with
     // the lane.
-    let (lo, hi) = (first[0], pos[L - 1] + 1);
+    let (lo, hi) = task.keys.piece(first[0], pos[L - 1] + 1);
     let (all_see_from, all_see_to) = (first[L - 1], pos[0]);
 
     let mut running_max = [f32::NEG_INFINITY; L];
@@ -545,14 +594,32 @@ fn task_body<const L: usize, S: Simd>(
         j0 += jn;
     }
 
-    for (i, out_row) in out.chunks_exact_mut(dv).take(n).enumerate() {
-        let inv = if running_sum[i] > 0.0 {
-            1.0 / running_sum[i]
-        } else {
-            0.0
-        };
-        for (d, o) in out_row.iter_mut().enumerate() {
-            *o = out_t[d * L + i] * inv;
+    match out {
+        TaskOut::Final(out) => {
+            for (i, out_row) in out.chunks_exact_mut(dv).take(n).enumerate() {
+                let inv = if running_sum[i] > 0.0 {
+                    1.0 / running_sum[i]
+                } else {
+                    0.0
+                };
+                for (d, o) in out_row.iter_mut().enumerate() {
+                    *o = out_t[d * L + i] * inv;
+                }
+            }
+        }
+        TaskOut::Partial { sums, stats } => {
+            for (i, (sum_row, stat)) in sums
+                .chunks_exact_mut(dv)
+                .zip(stats.chunks_exact_mut(2))
+                .take(n)
+                .enumerate()
+            {
+                for (d, o) in sum_row.iter_mut().enumerate() {
+                    *o = out_t[d * L + i];
+                }
+                stat[0] = running_max[i];
+                stat[1] = running_sum[i];
+            }
         }
     }
 }

@@ -11,6 +11,12 @@
 //! task is a flash-style pass over blocks of keys ([`kernel`]), so the
 //! scores of a long prompt are never held whole. Later tokens see more
 //! keys, so tasks are handed out latest tokens first.
+//!
+//! Decode (a few query vectors per KV head, e.g. one token of Gemma 3's
+//! single KV head) would leave all but one thread idle, so when the
+//! tasks are fewer than the threads and the context is long enough, each
+//! task's keys are also split into pieces run as tasks of their own
+//! (flash-decoding), merged by their softmax maxima and sums.
 
 mod kernel;
 
@@ -21,7 +27,7 @@ use std::sync::Mutex;
 
 use half::f16;
 
-use kernel::{Isa, Lanes, Problem, Task};
+use kernel::{Isa, KeySplit, Lanes, Problem, Task, TaskOut};
 
 #[derive(Debug, Clone, Copy)]
 pub struct AttentionShape {
@@ -64,21 +70,31 @@ pub fn attention(
 ) -> Result<(), AttentionError> {
     let pool = phobos_rt::pool::global();
     let isa = Isa::detect();
-    let plan = Plan::new(shape, q.len(), pool.threads(), isa);
+    let plan = Plan::new(shape, q.len(), pos0, pool.threads(), isa);
     attention_with(shape, q, pos0, k_cache, v_cache, out, plan, pool)
 }
+
+/// Fewest keys a piece of a split decode attention covers: below that
+/// one more pool task (a wake-up and a barrier, a few microseconds) costs
+/// about what it saves (4 query vectors x 128 keys x 256 dims is ~10 us
+/// on one core).
+const MIN_KEYS_PER_SPLIT: usize = 128;
 
 /// How a call is split and compiled.
 #[derive(Debug, Clone, Copy)]
 struct Plan {
     isa: Isa,
     lanes: Lanes,
+    /// Pieces the keys of each task are split into (1: not split).
+    key_splits: usize,
 }
 
 impl Plan {
     /// The widest lane count the ISA keeps in registers that the vectors
-    /// fill, narrowed until every thread has work.
-    fn new(shape: &AttentionShape, q_len: usize, threads: usize, isa: Isa) -> Plan {
+    /// fill, narrowed until every thread has work. When even the narrowest
+    /// leaves threads idle (decode: a few query vectors per KV head), the
+    /// keys are split among them too, if there are enough to pay.
+    fn new(shape: &AttentionShape, q_len: usize, pos0: usize, threads: usize, isa: Isa) -> Plan {
         let q_width = (shape.n_head * shape.head_dim_k).max(1);
         let n_tokens = q_len / q_width;
         let group = shape.n_head / shape.n_head_kv.max(1);
@@ -104,7 +120,23 @@ impl Plan {
                 _ => Lanes::L4,
             };
         }
-        Plan { isa, lanes }
+        // The keys the last token sees; earlier ones see no more.
+        let n_pos = pos0 + n_tokens;
+        let span = shape.window.map_or(n_pos, |w| w.min(n_pos));
+        let tasks = n_tasks(lanes).max(1);
+        let key_splits = if tasks < threads {
+            threads
+                .div_ceil(tasks)
+                .min(span / MIN_KEYS_PER_SPLIT)
+                .max(1)
+        } else {
+            1
+        };
+        Plan {
+            isa,
+            lanes,
+            key_splits,
+        }
     }
 }
 
@@ -173,10 +205,7 @@ fn attention_with(
     }
 
     let group = s.n_head / s.n_head_kv;
-    let lanes = plan.lanes.count();
     let vectors = n_tokens * group;
-    let chunks_per_head = vectors.div_ceil(lanes);
-    let chunk_len = lanes * s.head_dim_v;
     // With one KV head the vectors' order is `out`'s; otherwise each KV
     // head's vectors are gathered in a buffer and scattered afterwards.
     let mut staging = Vec::new();
@@ -187,10 +216,6 @@ fn attention_with(
         staging.resize(s.n_head_kv * vectors * s.head_dim_v, 0.0);
         &mut staging
     };
-    let mut slots: Vec<Mutex<&mut [f32]>> = Vec::with_capacity(s.n_head_kv * chunks_per_head);
-    for head_part in target.chunks_mut(vectors * s.head_dim_v) {
-        slots.extend(head_part.chunks_mut(chunk_len).map(Mutex::new));
-    }
     let problem = Problem {
         shape: s,
         group,
@@ -199,22 +224,11 @@ fn attention_with(
         k_cache,
         v_cache,
     };
-    let run = |index: usize| -> phobos_rt::Result<()> {
-        let kv_head = index % s.n_head_kv;
-        let chunk = chunks_per_head - 1 - index / s.n_head_kv;
-        let first_vector = chunk * lanes;
-        let task = Task {
-            kv_head,
-            first_vector,
-            n_vectors: lanes.min(vectors - first_vector),
-        };
-        let slot = &slots[kv_head * chunks_per_head + chunk];
-        let mut dest = slot.lock().unwrap_or_else(|p| p.into_inner());
-        kernel::run_task(&problem, task, plan.lanes, plan.isa, &mut dest);
-        Ok(())
-    };
-    pool.run(slots.len(), &run)?;
-    drop(slots);
+    if plan.key_splits > 1 {
+        run_split(&problem, vectors, plan, pool, target)?;
+    } else {
+        run_whole(&problem, vectors, plan, pool, target)?;
+    }
 
     if !direct {
         let dv = s.head_dim_v;
@@ -226,4 +240,143 @@ fn attention_with(
         }
     }
     Ok(())
+}
+
+/// One task per `lanes` query vectors of a KV head, each over every key
+/// its vectors see; `target` is `[n_head_kv][vectors][head_dim_v]`.
+fn run_whole(
+    problem: &Problem<'_>,
+    vectors: usize,
+    plan: Plan,
+    pool: &phobos_rt::pool::ThreadPool,
+    target: &mut [f32],
+) -> Result<(), AttentionError> {
+    let s = problem.shape;
+    let lanes = plan.lanes.count();
+    let chunks_per_head = vectors.div_ceil(lanes);
+    let mut slots: Vec<Mutex<&mut [f32]>> = Vec::with_capacity(s.n_head_kv * chunks_per_head);
+    for head_part in target.chunks_mut(vectors * s.head_dim_v) {
+        slots.extend(head_part.chunks_mut(lanes * s.head_dim_v).map(Mutex::new));
+    }
+    let run = |index: usize| -> phobos_rt::Result<()> {
+        let kv_head = index % s.n_head_kv;
+        let chunk = chunks_per_head - 1 - index / s.n_head_kv;
+        let first_vector = chunk * lanes;
+        let task = Task {
+            kv_head,
+            first_vector,
+            n_vectors: lanes.min(vectors - first_vector),
+            keys: KeySplit::WHOLE,
+        };
+        let slot = &slots[kv_head * chunks_per_head + chunk];
+        let mut dest = slot.lock().unwrap_or_else(|p| p.into_inner());
+        kernel::run_task(
+            problem,
+            task,
+            plan.lanes,
+            plan.isa,
+            TaskOut::Final(&mut dest),
+        );
+        Ok(())
+    };
+    pool.run(slots.len(), &run)?;
+    Ok(())
+}
+
+/// Flash-decoding: every task of [`run_whole`] split into
+/// `plan.key_splits` pieces along the keys, each leaving its softmax
+/// max, sum and unnormalized weighted values, merged afterwards.
+fn run_split(
+    problem: &Problem<'_>,
+    vectors: usize,
+    plan: Plan,
+    pool: &phobos_rt::pool::ThreadPool,
+    target: &mut [f32],
+) -> Result<(), AttentionError> {
+    let s = problem.shape;
+    let (dv, splits) = (s.head_dim_v, plan.key_splits);
+    let lanes = plan.lanes.count();
+    let chunks_per_head = vectors.div_ceil(lanes);
+    let piece_vectors = s.n_head_kv * vectors;
+    // Piece `p` of every vector: `sums[p][kv_head][vector][dv]` and
+    // `stats[p][kv_head][vector][2]`.
+    let mut sums = vec![0f32; splits * piece_vectors * dv];
+    let mut stats = vec![0f32; splits * piece_vectors * 2];
+    type Slot<'a> = Mutex<(&'a mut [f32], &'a mut [f32])>;
+    let mut slots: Vec<Slot<'_>> = Vec::with_capacity(splits * s.n_head_kv * chunks_per_head);
+    for (sum_head, stat_head) in sums
+        .chunks_mut(vectors * dv)
+        .zip(stats.chunks_mut(vectors * 2))
+    {
+        slots.extend(
+            sum_head
+                .chunks_mut(lanes * dv)
+                .zip(stat_head.chunks_mut(lanes * 2))
+                .map(Mutex::new),
+        );
+    }
+    let per_split = s.n_head_kv * chunks_per_head;
+    let run = |index: usize| -> phobos_rt::Result<()> {
+        let (split, rest) = (index % splits, index / splits);
+        let kv_head = rest % s.n_head_kv;
+        let chunk = chunks_per_head - 1 - rest / s.n_head_kv;
+        let first_vector = chunk * lanes;
+        let task = Task {
+            kv_head,
+            first_vector,
+            n_vectors: lanes.min(vectors - first_vector),
+            keys: KeySplit {
+                index: split,
+                count: splits,
+            },
+        };
+        let slot = &slots[split * per_split + kv_head * chunks_per_head + chunk];
+        let mut dest = slot.lock().unwrap_or_else(|p| p.into_inner());
+        let (sums, stats) = &mut *dest;
+        let out = TaskOut::Partial { sums, stats };
+        kernel::run_task(problem, task, plan.lanes, plan.isa, out);
+        Ok(())
+    };
+    pool.run(slots.len(), &run)?;
+    drop(slots);
+    merge_pieces(&sums, &stats, splits, dv, target);
+    Ok(())
+}
+
+/// Combines per-piece softmax results into the outputs: with piece `p`'s
+/// max `m_p`, sum `z_p` and weighted values `a_p` (relative to `m_p`), and
+/// `M = max m_p`, the output is `sum_p e^(m_p - M) a_p / sum_p e^(m_p - M) z_p`.
+/// `target` is `[vectors][dv]`, `sums` `[splits][vectors][dv]`, `stats`
+/// `[splits][vectors][2]`.
+fn merge_pieces(sums: &[f32], stats: &[f32], splits: usize, dv: usize, target: &mut [f32]) {
+    let n_vectors = target.len() / dv.max(1);
+    for (v, out) in target.chunks_exact_mut(dv).enumerate() {
+        let stat = |p: usize| {
+            (
+                stats[(p * n_vectors + v) * 2],
+                stats[(p * n_vectors + v) * 2 + 1],
+            )
+        };
+        let max = (0..splits)
+            .map(|p| stat(p).0)
+            .fold(f32::NEG_INFINITY, f32::max);
+        out.fill(0.0);
+        let mut total = 0f32;
+        for p in 0..splits {
+            let (piece_max, piece_sum) = stat(p);
+            // A piece that hid every key holds zeros; skipping it also
+            // keeps `-inf - -inf` out of the exponent.
+            if piece_max == f32::NEG_INFINITY {
+                continue;
+            }
+            let weight = (piece_max - max).exp();
+            total += weight * piece_sum;
+            let piece = &sums[(p * n_vectors + v) * dv..][..dv];
+            for (o, x) in out.iter_mut().zip(piece) {
+                *o += weight * x;
+            }
+        }
+        let inv = if total > 0.0 { 1.0 / total } else { 0.0 };
+        out.iter_mut().for_each(|o| *o *= inv);
+    }
 }

@@ -114,11 +114,16 @@ fn run(c: &Case, plan: Plan) -> Vec<f32> {
     out
 }
 
+/// How far an f32 output may sit from the f64 definition: scores up to
+/// |q||k| ~ 4 * head_dim summed in f32, values <= 2.
+fn tolerance(head_dim_k: usize) -> f64 {
+    1e-4 * (1.0 + head_dim_k as f64)
+}
+
 fn assert_close(got: &[f32], want: &[f64], head_dim_k: usize, what: &str) {
     assert_eq!(got.len(), want.len());
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        // Scores up to |q||k| ~ 4 * head_dim summed in f32; values <= 2.
-        let tol = 1e-4 * (1.0 + head_dim_k as f64);
+        let tol = tolerance(head_dim_k);
         assert!(
             (f64::from(*g) - w).abs() <= tol,
             "{what}: output {i} is {g}, reference {w}"
@@ -159,10 +164,128 @@ proptest! {
         let want = reference(&c.shape, &c.q, c.pos0, &c.k, &c.v);
         for isa in isas() {
             for lanes in ALL_LANES {
-                let got = run(&c, Plan { isa, lanes });
+                let got = run(&c, Plan { isa, lanes, key_splits: 1 });
                 assert_close(&got, &want, head_dim_k, &format!("{isa:?} {lanes:?}"));
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Flash-decoding: a few tokens over a context of several key blocks,
+    /// the keys split into 2 to 9 pieces (ragged piece ends, pieces past
+    /// the visible keys left empty), windows and softcap on and off: every
+    /// ISA agrees with the f64 definition, and with the unsplit path
+    /// within twice the tolerance (each is within it of the definition).
+    #[test]
+    fn split_keys_match_reference_and_unsplit_path(
+        n_head_kv in 1usize..3,
+        group in prop_oneof![Just(1usize), Just(4), Just(8)],
+        head_dim in prop_oneof![Just(8usize), Just(33), Just(64)],
+        pos0 in 0usize..700,
+        n_tokens in 1usize..4,
+        window in proptest::option::of(1usize..600),
+        softcap in proptest::option::of(5f32..50.0),
+        key_splits in 2usize..10,
+        seed in 0u64..10_000,
+    ) {
+        let shape = AttentionShape {
+            n_head: n_head_kv * group,
+            n_head_kv,
+            head_dim_k: head_dim,
+            head_dim_v: head_dim,
+            window,
+            softcap,
+        };
+        let c = case(shape, pos0, n_tokens, seed);
+        let want = reference(&c.shape, &c.q, c.pos0, &c.k, &c.v);
+        for isa in isas() {
+            let lanes = Lanes::L4;
+            let whole = run(&c, Plan { isa, lanes, key_splits: 1 });
+            let split = run(&c, Plan { isa, lanes, key_splits });
+            let what = format!("{isa:?} {key_splits} pieces");
+            assert_close(&split, &want, head_dim, &what);
+            for (i, (a, b)) in split.iter().zip(&whole).enumerate() {
+                prop_assert!(
+                    f64::from((a - b).abs()) <= 2.0 * tolerance(head_dim),
+                    "{what}: output {i} is {a}, unsplit {b}"
+                );
+            }
+        }
+    }
+}
+
+/// Pieces cover the key range in order, whole blocks each, none twice.
+#[test]
+fn key_pieces_tile_the_range() {
+    for (lo, hi) in [(0, 1), (0, 64), (5, 700), (300, 2048), (10, 10)] {
+        for count in 1..12 {
+            let mut next = lo;
+            for index in 0..count {
+                let (start, end) = KeySplit { index, count }.piece(lo, hi);
+                assert_eq!(start, next, "{lo}..{hi} piece {index}/{count}");
+                assert!(end >= start && end <= hi);
+                if end < hi {
+                    assert_eq!((end - start) % kernel::KEY_BLOCK, 0);
+                }
+                next = end;
+            }
+            assert_eq!(next, hi, "{lo}..{hi} in {count} pieces");
+        }
+    }
+}
+
+/// The planner splits decode's keys over the threads only when there are
+/// enough keys, never a prompt's, and never on one thread.
+#[test]
+fn planner_splits_long_decode_only() {
+    let gemma = AttentionShape {
+        n_head: 4,
+        n_head_kv: 1,
+        head_dim_k: 256,
+        head_dim_v: 256,
+        window: None,
+        softcap: None,
+    };
+    let one_token = 4 * 256;
+    let isa = Isa::detect();
+    let splits = |shape: &AttentionShape, q_len, pos0, threads| {
+        Plan::new(shape, q_len, pos0, threads, isa).key_splits
+    };
+    assert_eq!(splits(&gemma, one_token, 2047, 2), 2);
+    assert_eq!(splits(&gemma, one_token, 2047, 4), 4);
+    assert_eq!(splits(&gemma, one_token, 2047, 1), 1);
+    assert_eq!(splits(&gemma, one_token, 100, 2), 1, "short context");
+    assert_eq!(splits(&gemma, 512 * one_token, 0, 2), 1, "prompt");
+    let local = AttentionShape {
+        window: Some(512),
+        ..gemma
+    };
+    assert_eq!(
+        splits(&local, one_token, 4000, 8),
+        4,
+        "the window bounds the keys"
+    );
+    assert_eq!(splits(&local, one_token, 4000, 2), 2);
+}
+
+/// A piece that saw no key (max -inf, sum 0) adds nothing, and pieces
+/// with different maxima are rescaled to the common one.
+#[test]
+fn merge_rescales_pieces_and_skips_empty_ones() {
+    // Two pieces of one vector with dv = 2: the first saw scores {0, 0}
+    // over values (1, 3) and (3, 5); the second saw one score ln 2 over
+    // (7, 9); the third saw nothing.
+    let sums = [4.0, 8.0, 7.0, 9.0, 0.0, 0.0];
+    let stats = [0.0, 2.0, 2f32.ln(), 1.0, f32::NEG_INFINITY, 0.0];
+    let mut out = [0f32; 2];
+    merge_pieces(&sums, &stats, 3, 2, &mut out);
+    // Weights 1, 1, 2 over (1, 3), (3, 5), (7, 9).
+    let want = [(1.0 + 3.0 + 14.0) / 4.0, (3.0 + 5.0 + 18.0) / 4.0];
+    for (g, w) in out.iter().zip(want) {
+        assert!((g - w).abs() <= 1e-6, "{out:?} vs {want:?}");
     }
 }
 
@@ -170,7 +293,14 @@ proptest! {
 /// 512-token window) at a prompt and at decode, with the planner's choice.
 #[test]
 fn gemma3_shapes_match_reference() {
-    for (window, pos0, n_tokens) in [(Some(512), 0, 70), (None, 0, 70), (Some(16), 40, 1)] {
+    let cases = [
+        (Some(512), 0, 70),
+        (None, 0, 70),
+        (Some(16), 40, 1),
+        (Some(512), 1500, 1),
+        (None, 1500, 1),
+    ];
+    for (window, pos0, n_tokens) in cases {
         let shape = AttentionShape {
             n_head: 4,
             n_head_kv: 1,
@@ -182,7 +312,7 @@ fn gemma3_shapes_match_reference() {
         let c = case(shape, pos0, n_tokens, 7);
         let want = reference(&c.shape, &c.q, c.pos0, &c.k, &c.v);
         for isa in isas() {
-            let plan = Plan::new(&shape, c.q.len(), pool().threads(), isa);
+            let plan = Plan::new(&shape, c.q.len(), c.pos0, pool().threads(), isa);
             assert_close(&run(&c, plan), &want, 256, &format!("{plan:?}"));
         }
     }
@@ -203,7 +333,7 @@ fn whole_prompt_equals_token_by_token() {
     };
     let n_tokens = 90;
     let c = case(shape, 0, n_tokens, 3);
-    let plan = Plan::new(&shape, c.q.len(), pool().threads(), Isa::detect());
+    let plan = Plan::new(&shape, c.q.len(), 0, pool().threads(), Isa::detect());
     let whole = run(&c, plan);
     let (q_width, out_width) = (6 * 40, 6 * 24);
     for t in 0..n_tokens {
@@ -214,7 +344,7 @@ fn whole_prompt_equals_token_by_token() {
             k: c.k[..(t + 1) * 2 * 40].to_vec(),
             v: c.v[..(t + 1) * 2 * 24].to_vec(),
         };
-        let plan = Plan::new(&shape, one.q.len(), pool().threads(), Isa::detect());
+        let plan = Plan::new(&shape, one.q.len(), t, pool().threads(), Isa::detect());
         let got = run(&one, plan);
         for (i, (a, b)) in got.iter().zip(&whole[t * out_width..]).enumerate() {
             assert!((a - b).abs() <= 1e-5, "token {t} output {i}: {a} vs {b}");
