@@ -4,7 +4,7 @@
 //! a pod restarted by the Job rejoins the running job). The job file and
 //! its tensors live on a volume every pod mounts at the same path. With
 //! `--tls-secret`, a Secret's certificate, key and CA are mounted in every
-//! container and named by the `PHOBOS_CLUSTER_TLS_*` variables.
+//! container and named by the TLS variables of `net::tls` (`CERT_ENV` and the rest).
 
 use std::fmt::Write;
 
@@ -175,7 +175,14 @@ mod tests {
     #[test]
     fn a_tls_secret_is_mounted_and_named_in_every_container() {
         let plain = manifests(Path::new("/data/j.job"), &args()).unwrap();
-        assert!(!plain.contains("PHOBOS_CLUSTER_TLS"), "{plain}");
+        for name in [
+            crate::net::tls::CERT_ENV,
+            crate::net::tls::KEY_ENV,
+            crate::net::tls::CA_ENV,
+            crate::net::tls::DOMAIN_ENV,
+        ] {
+            assert!(!plain.contains(name), "{name} in {plain}");
+        }
         let mut tls = args();
         tls.tls_secret = Some("cluster-certs".into());
         let y = manifests(Path::new("/data/j.job"), &tls).unwrap();
