@@ -27,6 +27,24 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        /// ggml's statement of rms_norm followed by its `mul`, written out:
+        /// f32 squares summed in order in f64, the mean narrowed to f32.
+        #[test]
+        fn is_ggml_bit_for_bit(width in 1usize..300, x in proptest::collection::vec(-10f32..10.0, 300), w in proptest::collection::vec(-2f32..2.0, 300)) {
+            let (x, w) = (&x[..width], &w[..width]);
+            let mut sum = 0f64;
+            for &v in x {
+                sum += f64::from(v * v);
+            }
+            let mean = (sum / width as f64) as f32;
+            let scale = 1.0f32 / (mean + 1e-6).sqrt();
+            let mut got = x.to_vec();
+            rms_norm_rows(&mut got, w, 1e-6);
+            for c in 0..width {
+                prop_assert_eq!(got[c].to_bits(), (x[c] * scale * w[c]).to_bits());
+            }
+        }
+
         #[test]
         fn matches_f64_reference(width in 1usize..300, rows in 1usize..4, x in proptest::collection::vec(-10f32..10.0, 1200), w in proptest::collection::vec(-2f32..2.0, 300)) {
             let w = &w[..width];
