@@ -111,27 +111,27 @@ impl Sampler {
     }
 
     fn choose(&mut self, logits: &[f32]) -> u32 {
-        let mut cand: Vec<(u32, f32)> = logits
-            .iter()
-            .enumerate()
-            .map(|(i, &l)| (i as u32, l))
-            .collect();
-        self.apply_penalties(&mut cand);
+        let penalized = self.penalized(logits);
+        let logits: &[f32] = penalized.as_deref().unwrap_or(logits);
         let c = &self.config;
         if c.temperature <= 0.0 {
-            return argmax(&cand);
+            return argmax_logits(logits);
         }
         // top-k: the k largest, sorted descending (everything sorted when 0).
         // Equal logits order by token id, so a seed gives the same draws
-        // whichever way the selection partitions. Selecting before sorting
-        // keeps this O(vocab) rather than O(vocab log vocab): a full sort
-        // of a 262k vocabulary cost more than the batched forward pass.
-        let by_logit_desc =
-            |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        if c.top_k > 0 && c.top_k < cand.len() {
-            cand.select_nth_unstable_by(c.top_k - 1, by_logit_desc);
-            cand.truncate(c.top_k);
-        }
+        // however the candidates were gathered. One pass over the
+        // vocabulary with a running floor keeps this O(vocab) without
+        // copying it: a full sort of a 262k vocabulary cost more than the
+        // batched forward pass.
+        let mut cand = if c.top_k > 0 && c.top_k < logits.len() {
+            top_k_of(logits, c.top_k)
+        } else {
+            logits
+                .iter()
+                .enumerate()
+                .map(|(i, &l)| (i as u32, l))
+                .collect()
+        };
         cand.sort_unstable_by(by_logit_desc);
         // top-p: the smallest head whose probability reaches p.
         if c.top_p < 1.0 {
@@ -168,30 +168,66 @@ impl Sampler {
         cand.last().map_or(0, |x| x.0)
     }
 
-    fn apply_penalties(&self, cand: &mut [(u32, f32)]) {
+    /// `logits` with the repetition, presence and frequency penalties
+    /// applied to the tokens of the penalty window; `None` (use `logits`
+    /// as they are) when no penalty is active.
+    fn penalized(&self, logits: &[f32]) -> Option<Vec<f32>> {
         let c = &self.config;
         let neutral =
             c.repeat_penalty == 1.0 && c.presence_penalty == 0.0 && c.frequency_penalty == 0.0;
         if neutral || c.penalty_last_n == 0 {
-            return;
+            return None;
         }
         let start = self.history.len().saturating_sub(c.penalty_last_n);
         let mut counts: HashMap<u32, u32> = HashMap::new();
         for &t in &self.history[start..] {
             *counts.entry(t).or_default() += 1;
         }
+        let mut out = logits.to_vec();
         for (&t, &n) in &counts {
-            let Some(x) = cand.get_mut(t as usize) else {
+            let Some(x) = out.get_mut(t as usize) else {
                 continue;
             };
-            if x.1 <= 0.0 {
-                x.1 *= c.repeat_penalty;
+            if *x <= 0.0 {
+                *x *= c.repeat_penalty;
             } else {
-                x.1 /= c.repeat_penalty;
+                *x /= c.repeat_penalty;
             }
-            x.1 -= n as f32 * c.frequency_penalty + c.presence_penalty;
+            *x -= n as f32 * c.frequency_penalty + c.presence_penalty;
+        }
+        Some(out)
+    }
+}
+
+/// The sampler's candidate order: larger logit first, then lower token id.
+fn by_logit_desc(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
+/// The `k` first candidates of `logits` in [`by_logit_desc`] order
+/// (unsorted), `0 < k < logits.len()`. Candidates collect in a buffer of
+/// `2k`; each time it fills, it is cut to its best `k`, whose last logit
+/// becomes the floor a later token must beat. Tokens come in id order, so a
+/// later token equal to the floor ranks after it and is rightly skipped.
+fn top_k_of(logits: &[f32], k: usize) -> Vec<(u32, f32)> {
+    let mut kept: Vec<(u32, f32)> = Vec::with_capacity(2 * k);
+    let mut floor: Option<f32> = None;
+    for (i, &l) in logits.iter().enumerate() {
+        if floor.is_some_and(|f| l.total_cmp(&f).is_le()) {
+            continue;
+        }
+        kept.push((i as u32, l));
+        if kept.len() == 2 * k {
+            kept.select_nth_unstable_by(k - 1, by_logit_desc);
+            kept.truncate(k);
+            floor = Some(kept[k - 1].1);
         }
     }
+    if kept.len() > k {
+        kept.select_nth_unstable_by(k - 1, by_logit_desc);
+        kept.truncate(k);
+    }
+    kept
 }
 
 /// The largest logit's token; the lowest id among equals.

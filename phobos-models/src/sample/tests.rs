@@ -189,3 +189,28 @@ fn sample_id_draws_as_sample_does() {
         );
     }
 }
+
+proptest::proptest! {
+    /// The one-pass selection keeps exactly the head of a full sort, ties
+    /// (by token id), infinities, NaN and signed zeros included, for every
+    /// k whether or not the buffer ever fills.
+    #[test]
+    fn top_k_of_is_the_head_of_a_full_sort(
+        picks in proptest::collection::vec(0usize..9, 2..400),
+        k_seed in 0usize..1000,
+    ) {
+        const VALUES: [f32; 9] = [
+            0.0, -0.0, 1.5, -2.0, 1.5, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 7.25,
+        ];
+        let logits: Vec<f32> = picks.iter().map(|&p| VALUES[p]).collect();
+        let k = 1 + k_seed % (logits.len() - 1);
+        let mut head = top_k_of(&logits, k);
+        head.sort_by(by_logit_desc);
+        let mut all: Vec<(u32, f32)> =
+            logits.iter().enumerate().map(|(i, &l)| (i as u32, l)).collect();
+        all.sort_by(by_logit_desc);
+        all.truncate(k);
+        let ids = |v: &[(u32, f32)]| v.iter().map(|x| x.0).collect::<Vec<_>>();
+        proptest::prop_assert_eq!(ids(&head), ids(&all));
+    }
+}
