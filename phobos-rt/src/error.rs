@@ -133,7 +133,9 @@ pub enum Error {
     #[error("quantized matmul: {0}")]
     QMatmul(#[from] crate::host::qmatmul::QMatmulError),
     /// `PHOBOS_HOST_IMPL` holds something other than `hand` or `generated`.
-    #[error("PHOBOS_HOST_IMPL={value:?} is not a host implementation; expected `hand` or `generated`")]
+    #[error(
+        "PHOBOS_HOST_IMPL={value:?} is not a host implementation; expected `hand` or `generated`"
+    )]
     BadHostImpl { value: String },
     /// An operation needs the data on a particular backend.
     #[error("{op}: needs a tensor on the {expected} backend, this one is on {actual}")]

@@ -103,7 +103,10 @@ mod tests {
 
     #[test]
     fn modes_parse_and_bad_values_are_errors() {
-        assert_eq!(HostImplMode::from_value(None).unwrap(), HostImplMode::HandWritten);
+        assert_eq!(
+            HostImplMode::from_value(None).unwrap(),
+            HostImplMode::HandWritten
+        );
         assert_eq!(
             HostImplMode::from_value(Some(" Generated ")).unwrap(),
             HostImplMode::Generated
@@ -113,13 +116,18 @@ mod tests {
             HostImplMode::HandWritten
         );
         let err = HostImplMode::from_value(Some("fast")).unwrap_err();
-        assert!(err.to_string().contains("PHOBOS_HOST_IMPL=\"fast\""), "{err}");
+        assert!(
+            err.to_string().contains("PHOBOS_HOST_IMPL=\"fast\""),
+            "{err}"
+        );
     }
 
     #[test]
     fn slices_read_and_write_in_place_and_through_views() {
         let device = Device::host();
-        let mut t = device.tensor_from(&[1f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3]).unwrap();
+        let mut t = device
+            .tensor_from(&[1f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3])
+            .unwrap();
         let sum = with_host_slice(&t, |s| s.iter().sum::<f32>()).unwrap();
         assert_eq!(sum, 21.0);
         with_host_slice_mut(&mut t, |s| s.iter_mut().for_each(|v| *v *= 2.0)).unwrap();
@@ -127,7 +135,10 @@ mod tests {
 
         // A strided view (a column) shares the allocation: copied both ways.
         let mut column = t.strided([2], &[3], 1).unwrap();
-        assert_eq!(with_host_slice(&column, <[f32]>::to_vec).unwrap(), vec![4.0, 10.0]);
+        assert_eq!(
+            with_host_slice(&column, <[f32]>::to_vec).unwrap(),
+            vec![4.0, 10.0]
+        );
         with_host_slice_mut(&mut column, |s| s.copy_from_slice(&[-1.0, -2.0])).unwrap();
         assert_eq!(t.to_vec().unwrap(), vec![2.0, -1.0, 6.0, 8.0, -2.0, 12.0]);
     }

@@ -243,7 +243,11 @@ pub fn block_exact(ty: GgmlType, w: &[u8], x: &[u8]) -> (f64, f64) {
             let at = if matches!(ty, Q4_1 | Q5_1) { 4 } else { 2 };
             let q = i8s(&x[at..at + 32]);
             let sumi: i64 = a.iter().zip(&q).map(|(p, q)| i64::from(p * q)).sum();
-            let abs: i64 = a.iter().zip(&q).map(|(p, q)| i64::from((p * q).abs())).sum();
+            let abs: i64 = a
+                .iter()
+                .zip(&q)
+                .map(|(p, q)| i64::from((p * q).abs()))
+                .sum();
             let scale = wide(h(w, 0)) * wide(h(x, 0));
             let (mut exact, mut magnitude) = (scale * sumi as f64, scale.abs() * abs as f64);
             if matches!(ty, Q4_1 | Q5_1) {
@@ -279,11 +283,8 @@ pub fn block_exact(ty: GgmlType, w: &[u8], x: &[u8]) -> (f64, f64) {
             let min_abs: f64 = if matches!(ty, Q2_K | Q4_K | Q5_K) {
                 // Every min-part product, in absolute value: an upper bound
                 // of |min_term| and of any partial sum of it.
-                let (_, _, abs_term) = kquant(
-                    ty,
-                    w,
-                    &bsums.iter().map(|b| b.abs()).collect::<Vec<_>>(),
-                );
+                let (_, _, abs_term) =
+                    kquant(ty, w, &bsums.iter().map(|b| b.abs()).collect::<Vec<_>>());
                 f64::from(abs_term.abs())
             } else {
                 0.0

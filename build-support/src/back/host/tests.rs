@@ -280,9 +280,15 @@ fn host_impl_is_called_on_the_host_and_the_generated_body_stays_reachable() {
         "{out}"
     );
     assert!(out.contains("pub fn launch_generated"), "{out}");
-    assert!(out.contains("__launch (device , config , false , X , Y , s)"), "{out}");
+    assert!(
+        out.contains("__launch (device , config , false , X , Y , s)"),
+        "{out}"
+    );
     assert!(out.contains("HostImplMode :: from_env"), "{out}");
-    assert!(out.contains("host_impl : :: core :: option :: Option :: Some (\"scale_host\")"), "{out}");
+    assert!(
+        out.contains("host_impl : :: core :: option :: Option :: Some (\"scale_host\")"),
+        "{out}"
+    );
     // The generated body is still there, after the hand-written call.
     let call = out.find("super :: scale_host").unwrap();
     let grid = out.rfind("try_run_grid").unwrap();
@@ -297,7 +303,10 @@ fn kernels_without_host_impl_have_no_hand_written_path() {
     let out = generated(GEMM).unwrap();
     assert!(!out.contains("launch_generated"), "{out}");
     assert!(!out.contains("HostImplMode"), "{out}");
-    assert!(out.contains("host_impl : :: core :: option :: Option :: None"), "{out}");
+    assert!(
+        out.contains("host_impl : :: core :: option :: Option :: None"),
+        "{out}"
+    );
 }
 
 #[test]

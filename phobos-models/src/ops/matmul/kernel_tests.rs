@@ -69,7 +69,14 @@ impl Case {
         let mut weights = Vec::new();
         quant::quantize(ty, &floats(seed, n * k), &mut weights).unwrap();
         let x = floats(seed ^ 0x5555, m * k);
-        Case { ty, m, n, k, weights, x }
+        Case {
+            ty,
+            m,
+            n,
+            k,
+            weights,
+            x,
+        }
     }
 
     fn w(&self) -> QMatrixRef<'_> {
@@ -203,18 +210,32 @@ fn check_format(ty: GgmlType, m: usize, n: usize, k_blocks: usize, seed: u64) {
         // form, one 256-wide f32 contraction per step added to the
         // accumulator (K + blocks roundings deep).
         let x: Vec<f64> = case.x.iter().map(|&v| f64::from(v)).collect();
-        check_within("generated", &case, &generated, &case.float_exact(&x, (case.k + k_blocks) as f64));
+        check_within(
+            "generated",
+            &case,
+            &generated,
+            &case.float_exact(&x, (case.k + k_blocks) as f64),
+        );
         // The hand-written path is ggml's integer form on Q8_K activations.
         // Its exact value differs from the dequantized weights' by their
         // own two f32 roundings (`d * (ls - 32)`, then times the level).
         let x_hand = q8k_values(&case.hand_acts());
-        check_within("hand-written", &case, &hand, &case.float_exact(&x_hand, blocks + 11.0));
+        check_within(
+            "hand-written",
+            &case,
+            &hand,
+            &case.float_exact(&x_hand, blocks + 11.0),
+        );
         return;
     }
     let reference = ggml_reference::contract(ty, &case.weights, n, &case.x, case.k);
     for (i, g) in generated.iter().enumerate() {
         let want = reference[i / n][i % n];
-        assert_eq!(g.to_bits(), want.to_bits(), "{ty:?} m={m} n={n} at {i}: {g} vs {want}");
+        assert_eq!(
+            g.to_bits(),
+            want.to_bits(),
+            "{ty:?} m={m} n={n} at {i}: {g} vs {want}"
+        );
     }
     let generated_bound = case.ggml_exact(&case.reference_acts(), blocks + 4.0);
     check_within("generated", &case, &generated, &generated_bound);
@@ -225,7 +246,10 @@ fn check_format(ty: GgmlType, m: usize, n: usize, k_blocks: usize, seed: u64) {
     for (i, (h, g)) in hand.iter().zip(&generated).enumerate() {
         let ((e_h, b_h), (e_g, b_g)) = (hand_bound[i], generated_bound[i]);
         let apart = (f64::from(*h) - f64::from(*g)).abs();
-        assert!(apart <= b_h + b_g + (e_h - e_g).abs(), "{ty:?} at {i}: {h} vs {g}");
+        assert!(
+            apart <= b_h + b_g + (e_h - e_g).abs(),
+            "{ty:?} at {i}: {h} vs {g}"
+        );
     }
 }
 
