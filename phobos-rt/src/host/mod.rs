@@ -65,6 +65,7 @@ mod broadcast;
 mod dot;
 mod elementwise;
 mod grid;
+pub mod host_impl;
 mod layout;
 pub mod math;
 pub mod qmatmul;
@@ -83,6 +84,7 @@ pub use elementwise::{
     sub_assign, tanh,
 };
 pub use grid::{GridIndex, run_grid, try_run_grid};
+pub use host_impl::{HostImplMode, with_host_slice, with_host_slice_mut};
 pub use layout::{arange, cumsum, expect_shape, full, reshape, transpose, tril, zeros};
 pub use quant::{
     QTile, QuantRead, QuantWrite, dequant, dot_quant_lhs, dot_quant_rhs, dot_t_quant_lhs,

@@ -265,3 +265,53 @@ fn per_row_and_per_column_leaves_are_not_stretched() {
     assert!(out.contains("chunks_exact (__inner)"), "{out}");
     assert!(out.contains("Tile :: < f32 > :: storage"), "{out}");
 }
+
+const SCALE_WITH_HOST_IMPL: &str = "@host_impl(scale_host)
+@grid(cdiv(N, 8))
+kernel scale(X: tensor<f32>[N], Y: tensor<f32>[N], s: f32) {
+  Y[program_id(0) * 8 :+ 8] = X[program_id(0) * 8 :+ 8] * s
+}";
+
+#[test]
+fn host_impl_is_called_on_the_host_and_the_generated_body_stays_reachable() {
+    let out = generated(SCALE_WITH_HOST_IMPL).unwrap();
+    assert!(
+        out.contains("return super :: scale_host (device , X , Y , s)"),
+        "{out}"
+    );
+    assert!(out.contains("pub fn launch_generated"), "{out}");
+    assert!(
+        out.contains("__launch (device , config , false , X , Y , s)"),
+        "{out}"
+    );
+    assert!(out.contains("HostImplMode :: from_env"), "{out}");
+    assert!(
+        out.contains("host_impl : :: core :: option :: Option :: Some (\"scale_host\")"),
+        "{out}"
+    );
+    // The generated body is still there, after the hand-written call.
+    let call = out.find("super :: scale_host").unwrap();
+    let grid = out.rfind("try_run_grid").unwrap();
+    assert!(call < grid, "{out}");
+    // The CUDA branch comes first: the GPU never runs the host function.
+    let cuda = out.find("as_cuda ()").unwrap();
+    assert!(cuda < call, "{out}");
+}
+
+#[test]
+fn kernels_without_host_impl_have_no_hand_written_path() {
+    let out = generated(GEMM).unwrap();
+    assert!(!out.contains("launch_generated"), "{out}");
+    assert!(!out.contains("HostImplMode"), "{out}");
+    assert!(
+        out.contains("host_impl : :: core :: option :: Option :: None"),
+        "{out}"
+    );
+}
+
+#[test]
+fn host_impl_refuses_names_rust_cannot_call() {
+    let text = SCALE_WITH_HOST_IMPL.replace("scale_host", "fn");
+    let errors = generated(&text).unwrap_err();
+    assert!(errors[0].message.contains("`@host_impl(fn)`"), "{errors:?}");
+}
