@@ -312,7 +312,7 @@ kernel k(Y: tensor<f32>[R, C]) {
             (
                 "span longer than the stride",
                 "@autotune(B in [8])
-@grid(R)
+@grid(N)
 kernel k(Y: tensor<f32>[N]) {
   Y[program_id(0) * B :+ 16] = 1.0
 }",
