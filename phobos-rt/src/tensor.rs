@@ -294,6 +294,15 @@ impl<T: Element> Tensor<T> {
         }
     }
 
+    /// Whether this is a host tensor and no other tensor (view) shares its
+    /// allocation: with `&mut self` held, then nothing else can reach it.
+    pub(crate) fn is_sole_host_view(&mut self) -> bool {
+        match &mut self.storage {
+            Storage::Host(buffer) => Arc::get_mut(buffer).is_some(),
+            Storage::Cuda(_) => false,
+        }
+    }
+
     /// Base pointer of the allocation on the host, or `WrongBackend`.
     pub(crate) fn host_ptr(&self, op: &'static str) -> Result<*mut T> {
         match &self.storage {

@@ -168,7 +168,8 @@ pub fn kernel_module(
     let tune_lines = tune_lines.iter();
 
     let binding = dim_binding(kernel);
-    let host_fn = host_function(&generator, kernel)?;
+    let (host_call, host_bodies) =
+        simd_bodies(&generator, kernel, &launcher_args, &forward_args, &dim_vars)?;
     let cuda_fn = super::cuda_launch::cuda_dispatch(&generator, kernel)?;
     let slice_helper = if generator.uses_tile_slice.get() {
         tile_slice::helper()
@@ -356,8 +357,10 @@ pub fn kernel_module(
                     });
                 }
                 #call_host_impl
-                #host_fn
+                #host_call
             }
+
+            #host_bodies
 
             #artifact
 
@@ -523,9 +526,86 @@ fn dim_binding(kernel: &Kernel) -> TokenStream {
     out
 }
 
+/// The target features of the AVX-512 body: phobos-rt's
+/// `host::simd::AVX512_FEATURES`, which its run-time check detects (a test
+/// in the examples crate keeps the two lists equal).
+pub const AVX512_FEATURES: &str =
+    "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,bmi1,bmi2,lzcnt,popcnt,f16c";
+
+/// The target features of the AVX2 body (phobos-rt's `AVX2_FEATURES`).
+pub const AVX2_FEATURES: &str = "avx2,fma,bmi1,bmi2,lzcnt,popcnt,f16c";
+
+/// The host implementation as module-level functions, one per SIMD level
+/// (`__host_avx512`, `__host_avx2` under `#[target_feature]`, and
+/// `__host_portable`), and the `match` in `launch_with` that calls the one
+/// `host::simd_level()` picks. Closures inherit their function's target
+/// features, so every program body and fused loop inside is compiled for
+/// that level; the library's `#[inline]` functions are compiled into it.
+/// On x86-64 the portable body is the generic one (tune values read at
+/// run time): CPUs without AVX2 are rare there, and one body instead of one
+/// per config keeps the build smaller. Every body computes the same
+/// results bit for bit (rustc neither contracts to FMA nor reorders float
+/// operations).
+fn simd_bodies(
+    generator: &Generator<'_>,
+    kernel: &Kernel,
+    launcher_args: &[TokenStream],
+    forward_args: &[TokenStream],
+    dim_vars: &[proc_macro2::Ident],
+) -> Result<(TokenStream, TokenStream), GenError> {
+    let p = private();
+    let specialized = host_function(generator, kernel, true)?;
+    let generic = host_function(generator, kernel, false)?;
+    let params = quote!(
+        config: &Config,
+        __config_index: usize,
+        #(#dim_vars: usize,)*
+        #(#launcher_args),*
+    );
+    let args = quote!(config, __config_index, #(#dim_vars,)* #(#forward_args),*);
+    let bodies = quote! {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = #AVX512_FEATURES)]
+        fn __host_avx512(#params) -> #p::Result<()> { #specialized }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = #AVX2_FEATURES)]
+        fn __host_avx2(#params) -> #p::Result<()> { #specialized }
+
+        #[cfg(target_arch = "x86_64")]
+        fn __host_portable(#params) -> #p::Result<()> { #generic }
+
+        #[cfg(not(target_arch = "x86_64"))]
+        fn __host_portable(#params) -> #p::Result<()> { #specialized }
+    };
+    let call = quote! {
+        match #p::host::simd_level() {
+            #[cfg(target_arch = "x86_64")]
+            #p::host::SimdLevel::Avx512 => {
+                // SAFETY: `simd_level` returns Avx512 only when the CPU
+                // reported every feature `__host_avx512` is compiled for
+                // (phobos-rt's AVX512_FEATURES, equal to this crate's).
+                unsafe { __host_avx512(#args) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            #p::host::SimdLevel::Avx2 => {
+                // SAFETY: as above, for AVX2_FEATURES and `__host_avx2`.
+                unsafe { __host_avx2(#args) }
+            }
+            _ => __host_portable(#args),
+        }
+    };
+    Ok((call, bodies))
+}
+
 /// The host implementation: views on the tensors, the config and dims as
-/// `i32` scalars, the grid, then every program in parallel.
-fn host_function(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStream, GenError> {
+/// `i32` scalars, the grid, then every program in parallel; the program
+/// body once per config when `specialize` (else one generic body).
+fn host_function(
+    generator: &Generator<'_>,
+    kernel: &Kernel,
+    specialize: bool,
+) -> Result<TokenStream, GenError> {
     let p = private();
     let mut prelude = TokenStream::new();
     // Written tensors first: each enters its allocation as a writer, so a
@@ -534,6 +614,7 @@ fn host_function(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStre
     // means the launch never waits while holding one.
     let mut written = TokenStream::new();
     let mut read = TokenStream::new();
+    let owned = super::ownership::program_owned(kernel);
     for param in &kernel.params {
         let arg = names::public(&param.name);
         let var = names::param(&param.name);
@@ -547,6 +628,11 @@ fn host_function(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStre
                 elem: Elem::Quant(_),
                 ..
             } => prelude.extend(quote!(let #var = #p::host::QuantRead::new(#arg)?;)),
+            ParamKind::Tensor { written: true, .. }
+                if owned.iter().any(|(name, _)| *name == param.name) =>
+            {
+                written.extend(quote!(let mut #var = #p::host::TensorWrite::new(#arg)?;));
+            }
             ParamKind::Tensor { written: true, .. } => {
                 written.extend(quote!(let #var = #p::host::TensorWrite::new(#arg)?;));
             }
@@ -567,20 +653,58 @@ fn host_function(generator: &Generator<'_>, kernel: &Kernel) -> Result<TokenStre
     prelude.extend(grid::dim_bindings(kernel));
     let grid = grid::grid_extents(generator, kernel)?;
     let body = generator.block(&kernel.body)?;
+    let plain_stores = plain_store_grants(generator, &owned);
     let run = quote! {
         let __grid: [usize; 3] = #grid;
         // Each grid dim fits i32: try_run_grid rejects larger grids first.
         let __num_programs: [i32; 3] = [__grid[0] as i32, __grid[1] as i32, __grid[2] as i32];
+        #plain_stores
         #p::host::try_run_grid(__grid, |__pid: [i32; 3]| -> #p::Result<()> {
             #body
             ::core::result::Result::Ok(())
         })
     };
-    let dispatch = specialized_dispatch(kernel, &run, &runtime_tune);
+    let dispatch = if specialize {
+        specialized_dispatch(kernel, &run, &runtime_tune)
+    } else {
+        quote!({ #runtime_tune #run })
+    };
     Ok(quote! {
         #prelude
         #dispatch
     })
+}
+
+/// For each program-owned tensor ([`super::ownership`]): plain stores,
+/// once the grid is known not to wrap any owning span start
+/// (`program_id(a) * M` below `2^31` for every program).
+fn plain_store_grants(
+    generator: &Generator<'_>,
+    owned: &[(String, Vec<super::ownership::AxisOwner>)],
+) -> TokenStream {
+    let mut out = TokenStream::new();
+    for (name, owners) in owned {
+        let var = names::param(name);
+        let checks = owners.iter().filter_map(|owner| {
+            let axis = owner.axis;
+            let multiplier = generator.shape_dim(owner.multiplier.as_ref()?);
+            Some(quote!(
+                (__grid[#axis] as u64).saturating_mul(#multiplier as u64) <= (1u64 << 31)
+            ))
+        });
+        out.extend(quote! {
+            if true #(&& #checks)* {
+                // SAFETY: `#name` is program-owned (build-support's
+                // `back/host/ownership.rs`): no program reads it, and the
+                // dims each grid axis indexes by `program_id` (or by a
+                // non-wrapping `program_id * M` span of at most M, checked
+                // just above) give every program its own elements, so no
+                // element is stored by two threads or read by another.
+                let _ = unsafe { #var.allow_plain_stores() };
+            }
+        });
+    }
+    out
 }
 
 /// Configs past this many share one generic body with runtime tune values;
