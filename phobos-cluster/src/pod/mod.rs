@@ -181,10 +181,15 @@ pub async fn run(options: PodOptions) -> Result<(), PodError> {
                 }
             } else {
                 let mut message = error_chain(&status);
-                // A server that refuses the TLS handshake just hangs up.
+                // A server that refuses the TLS handshake just hangs up; under
+                // TLS 1.3 the client learns it only on its first request,
+                // which then reads as cancelled.
                 let hung_up = matches!(
                     status.code(),
-                    tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Internal
+                    tonic::Code::Unavailable
+                        | tonic::Code::Unknown
+                        | tonic::Code::Internal
+                        | tonic::Code::Cancelled
                 );
                 if what == "registration" && hung_up {
                     message.push_str(if tls_on {
