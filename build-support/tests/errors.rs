@@ -142,6 +142,11 @@ fn attributes_are_validated() {
     );
     check("launch_threads_range", "@launch(4096)\nkernel k() {\n}\n");
     check("pipeline_args", "@pipeline(2)\nkernel k() {\n}\n");
+    check(
+        "host_impl_not_a_name",
+        "@host_impl(1 + 2)\nkernel k() {\n}\n",
+    );
+    check("host_impl_arity", "@host_impl(a, b)\nkernel k() {\n}\n");
 }
 
 #[test]

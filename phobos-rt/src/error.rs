@@ -129,6 +129,14 @@ pub enum Error {
     /// `PHOBOS_BACKEND` holds something other than `host` or `cuda`.
     #[error("PHOBOS_BACKEND={value:?} is not a backend; expected `host` or `cuda`")]
     UnknownBackend { value: String },
+    /// The hand-written quantized matmul refused its operands.
+    #[error("quantized matmul: {0}")]
+    QMatmul(#[from] crate::host::qmatmul::QMatmulError),
+    /// `PHOBOS_HOST_IMPL` holds something other than `hand` or `generated`.
+    #[error(
+        "PHOBOS_HOST_IMPL={value:?} is not a host implementation; expected `hand` or `generated`"
+    )]
+    BadHostImpl { value: String },
     /// An operation needs the data on a particular backend.
     #[error("{op}: needs a tensor on the {expected} backend, this one is on {actual}")]
     WrongBackend {

@@ -280,6 +280,29 @@ impl<T: Element> Tensor<T> {
         }
     }
 
+    /// Base pointer of the host allocation when this tensor is its only
+    /// owner (no view shares it), `None` when shared; `WrongBackend` off
+    /// the host.
+    pub(crate) fn unique_host_ptr(&mut self) -> Result<Option<*mut T>> {
+        match &mut self.storage {
+            Storage::Host(b) => Ok(Arc::get_mut(b).map(|b| b.base_ptr().cast::<T>())),
+            Storage::Cuda(_) => Err(Error::WrongBackend {
+                op: "host access",
+                expected: "host",
+                actual: "cuda",
+            }),
+        }
+    }
+
+    /// Whether this is a host tensor and no other tensor (view) shares its
+    /// allocation: with `&mut self` held, then nothing else can reach it.
+    pub(crate) fn is_sole_host_view(&mut self) -> bool {
+        match &mut self.storage {
+            Storage::Host(buffer) => Arc::get_mut(buffer).is_some(),
+            Storage::Cuda(_) => false,
+        }
+    }
+
     /// Base pointer of the allocation on the host, or `WrongBackend`.
     pub(crate) fn host_ptr(&self, op: &'static str) -> Result<*mut T> {
         match &self.storage {

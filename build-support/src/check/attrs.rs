@@ -1,5 +1,5 @@
 //! Kernel attributes: `@autotune`, `@cluster`, `@grid`, `@launch`,
-//! `@pipeline`, `@tensorcore`.
+//! `@pipeline`, `@tensorcore`, `@host_impl`.
 
 use super::KernelChecker;
 use crate::diag::Diagnostic;
@@ -9,10 +9,11 @@ use crate::ir::{self, DType, Elem, ExprKind, Shape, TuneKind};
 use crate::span::Span;
 
 /// Every attribute the language knows, for the unknown-attribute error.
-pub const KNOWN_ATTRIBUTES: [&str; 6] = [
+pub const KNOWN_ATTRIBUTES: [&str; 7] = [
     "autotune",
     "cluster",
     "grid",
+    "host_impl",
     "launch",
     "pipeline",
     "tensorcore",
@@ -24,6 +25,8 @@ pub(super) struct Attrs<'a> {
     pub launch: Option<ir::Launch>,
     pub pipeline: bool,
     pub tensorcore: bool,
+    /// `@host_impl(name)`: the hand-written host function behind the handle.
+    pub host_impl: Option<String>,
 }
 
 /// The values `X in [...]` stands for: two values are a doubling range
@@ -83,6 +86,7 @@ impl KernelChecker {
             launch: None,
             pipeline: false,
             tensorcore: false,
+            host_impl: None,
         };
         let mut seen: Vec<&str> = Vec::new();
         for a in attrs {
@@ -108,6 +112,7 @@ impl KernelChecker {
                     out.grid = Some((args, a.span));
                 }
                 "launch" => out.launch = Some(launch_attr(a)?),
+                "host_impl" => out.host_impl = Some(host_impl_attr(a)?),
                 "pipeline" | "tensorcore" => {
                     if a.args.as_ref().is_some_and(|args| !args.is_empty()) {
                         return Err(Diagnostic::error(
@@ -334,6 +339,30 @@ fn attr_arg_span(arg: &AttrArg) -> Span {
     match arg {
         AttrArg::Values { span, .. } | AttrArg::Named { span, .. } => *span,
         AttrArg::Expr(e) => e.span,
+    }
+}
+
+/// `@host_impl(name)`: exactly one plain name (a Rust function in scope
+/// where the kernel is expanded; the host back end checks it is not a Rust
+/// keyword).
+fn host_impl_attr(a: &ast::Attribute) -> Result<String, Diagnostic> {
+    match a.args.as_deref() {
+        Some(
+            [
+                AttrArg::Expr(ast::Expr {
+                    kind: ast::ExprKind::Name(name),
+                    ..
+                }),
+            ],
+        ) => Ok(name.clone()),
+        Some([other]) => Err(Diagnostic::error(
+            attr_arg_span(other),
+            "`@host_impl` takes the name of a Rust function, e.g. `@host_impl(my_matmul_host)`",
+        )),
+        _ => Err(Diagnostic::error(
+            a.span,
+            "`@host_impl` takes exactly one argument, the name of a Rust function",
+        )),
     }
 }
 

@@ -93,6 +93,7 @@ pub fn check_kernel(k: &ast::Kernel) -> Result<ir::Kernel, Vec<Diagnostic>> {
         launch: attrs.launch,
         pipeline: attrs.pipeline,
         tensorcore: attrs.tensorcore,
+        host_impl: attrs.host_impl,
         locals: cx.locals,
         body,
         span: k.span,

@@ -14,7 +14,7 @@
 //!   A [`Config`] binds every one of them; [`Kernel::configs`] enumerates the
 //!   cartesian product, all of which the checker has validated.
 //! - attributes: `grid` (1 to 3 `i32` expressions over dims, tune parameters
-//!   and literals), `launch`, `pipeline`, `tensorcore`.
+//!   and literals), `launch`, `pipeline`, `tensorcore`, `host_impl`.
 //! - [`Kernel::locals`]: every local value (`let`, `var`, loop variable) with
 //!   its element type and shape. [`LocalId`] indexes this table; names are
 //!   unique within a kernel (the checker renames shadowed locals `x_1`,
@@ -100,6 +100,11 @@ pub struct Kernel {
     pub pipeline: bool,
     /// `@tensorcore`: contractions on tensor cores, or a reported reason why not.
     pub tensorcore: bool,
+    /// `@host_impl(name)`: a hand-written Rust function that the host
+    /// backend's launch runs instead of the generated body (which stays
+    /// reachable as `launch_generated`). Back ends other than the host one
+    /// ignore it.
+    pub host_impl: Option<String>,
     pub locals: Vec<Local>,
     pub body: Block,
     pub span: Span,

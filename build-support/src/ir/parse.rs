@@ -265,6 +265,7 @@ impl Parser {
             launch: None,
             pipeline: false,
             tensorcore: false,
+            host_impl: None,
             locals: Vec::new(),
             body: Vec::new(),
             span: Span::DUMMY,
@@ -316,6 +317,7 @@ impl Parser {
                 }
                 "pipeline" => k.pipeline = true,
                 "tensorcore" => k.tensorcore = true,
+                "host_impl" => k.host_impl = Some(self.word()?),
                 "body" => {
                     k.body = self.block()?;
                     self.punct("}")?;

@@ -148,6 +148,9 @@ impl<'a> Printer<'a> {
         if k.tensorcore {
             self.out.push_str("  tensorcore\n");
         }
+        if let Some(name) = &k.host_impl {
+            writeln!(self.out, "  host_impl {name}")?;
+        }
         self.out.push_str("  body ");
         self.block(&k.body, 1)?;
         self.out.push_str("\n}\n");

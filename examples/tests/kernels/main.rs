@@ -15,6 +15,7 @@ mod inline_matches_file;
 mod launch_api;
 mod norms;
 mod saxpy;
+mod simd_levels;
 mod softmax;
 mod tuned_launch;
 

@@ -81,45 +81,23 @@ impl Linear {
         Ok(out)
     }
 
-    /// Dequantizes row `row` (an embedding lookup) into `out`.
-    /// Several weights over the same activations (q/k/v, gate/up): the
-    /// activations are quantized once for every run of weights sharing a
-    /// partner type, so `x` is read and rounded once, not per weight. The
-    /// results are the bits [`Linear::apply`] gives for each.
+    /// Several weights over the same activations (q/k/v, gate/up), each
+    /// through its kernel ([`matmul`]); the results are the bits
+    /// [`Linear::apply`] gives for each.
     pub fn apply_all<const N: usize>(
         linears: [&Linear; N],
         gguf: &Gguf,
         x: &[f32],
         m: usize,
     ) -> Result<[Vec<f32>; N]> {
-        use phobos_rt::host::qmatmul::vec_dot_type;
         let mut outs: [Vec<f32>; N] = std::array::from_fn(|_| Vec::new());
-        let mut shared: Option<(crate::quant::GgmlType, usize, _)> = None;
         for (linear, slot) in linears.into_iter().zip(outs.iter_mut()) {
-            let view = linear.view(gguf);
-            let mut out = vec![0f32; m * linear.rows];
-            let partner = vec_dot_type(view.ty);
-            let reusable = matches!(
-                (&shared, partner),
-                (Some((ty, cols, _)), Some(p)) if *ty == p && *cols == linear.cols
-            );
-            if !reusable {
-                shared = match (partner, crate::ops::matmul::quantize_for(&view, x, m)?) {
-                    (Some(p), Some(acts)) => Some((p, linear.cols, acts)),
-                    _ => None,
-                };
-            }
-            match &shared {
-                Some((_, _, acts)) if x.len() == m * linear.cols => {
-                    crate::ops::matmul::matmul_quantized(&view, acts, &mut out)?
-                }
-                _ => matmul(&view, x, m, &mut out)?,
-            }
-            *slot = out;
+            *slot = linear.apply(gguf, x, m)?;
         }
         Ok(outs)
     }
 
+    /// Dequantizes row `row` (an embedding lookup) into `out`.
     pub fn row_into(&self, gguf: &Gguf, row: usize, out: &mut [f32]) -> Result<()> {
         let view = self.view(gguf);
         let row_bytes = view.row_bytes().unwrap_or(0);

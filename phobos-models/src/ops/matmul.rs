@@ -1,17 +1,30 @@
 //! Quantized matrix times activations: `out[m*rows + n] = sum_k x[m*cols + k] * W[n, k]`.
 //!
 //! This is the engine's one entry point for every weight product, prompt
-//! batches and decode rows alike. It runs phobos-rt's quantized matmul
-//! (`host::qmatmul`): the activations quantized to the format's partner
-//! type, ggml's integer kernels, SIMD picked at run time, the host pool's
-//! threads. Its sums are bit-exact with llama.cpp's `vec_dot` (and
-//! llamafile's sgemm) for every row count, so a prompt gives the same
-//! logits whether it runs as one batch, split, or a token at a time, and
-//! the same as llama.cpp run with `--no-repack` (see SPEC.md, "Engine
-//! numerics"). Formats the kernels lack fall back to [`matmul_exact`]: each
-//! weight row dequantized to f32 and dotted in f32 with every activation row.
+//! batches and decode rows alike. A quantized weight goes through its
+//! format's kernel (`matmul/qmatmul.ph`, one per format, launched through
+//! its typed handle by [`kernels::launch`]). On the host that handle runs
+//! the hand-written `phobos_rt::host::qmatmul` (`@host_impl`): the
+//! activations quantized to the format's partner type, ggml's integer
+//! kernels, SIMD picked at run time, the host pool's threads. Its sums are
+//! bit-exact with llama.cpp's `vec_dot` (and llamafile's sgemm) for every
+//! row count, so a prompt gives the same logits whether it runs as one
+//! batch, split, or a token at a time, and the same as llama.cpp run with
+//! `--no-repack` (see ARCHITECTURE.md, "Engine numerics"). The generated
+//! body of each kernel is tested against it in `matmul/tests.rs`.
+//!
+//! Not kernels yet: F32/F16/BF16 weights (they would need a device tensor,
+//! i.e. a copy of the mapped weight; they run `host::qmatmul` directly) and
+//! the formats the PTX back end cannot lower yet (`iq1_s iq1_m iq2_xxs
+//! iq2_xs iq2_s iq3_xxs iq3_s tq1_0 tq2_0`), which fall back to
+//! [`matmul_exact`]: each weight row dequantized to f32 and dotted in f32
+//! with every activation row.
 
 use rayon::prelude::*;
+
+#[cfg(test)]
+mod kernel_tests;
+pub mod kernels;
 
 use crate::quant::{self, GgmlType, QuantError};
 
@@ -43,6 +56,8 @@ pub enum QMatmulError {
     Quant(#[from] QuantError),
     #[error("matmul: {0}")]
     Kernel(#[from] phobos_rt::host::qmatmul::QMatmulError),
+    #[error("matmul kernel: {0}")]
+    Launch(#[from] phobos::Error),
 }
 
 impl QMatrixRef<'_> {
@@ -78,39 +93,16 @@ pub fn matmul(
 ) -> Result<(), QMatmulError> {
     use phobos_rt::host::qmatmul as fast;
     check_shapes(w, x, m_rows, out)?;
+    if m_rows == 0 || w.rows == 0 {
+        return Ok(());
+    }
+    if kernels::launch(w, x, m_rows, out, kernels::Body::Launch)? {
+        return Ok(());
+    }
     match fast::matmul_threaded(&w.kernel_ref(), x, m_rows, out) {
         Err(fast::QMatmulError::UnsupportedWeight { .. }) => matmul_exact(w, x, m_rows, out),
         result => Ok(result?),
     }
-}
-
-/// Activations quantized once for several weights that share their width
-/// and partner type (q/k/v, gate/up): `None` when the format has no
-/// quantized kernel (then call [`matmul`] per weight).
-pub fn quantize_for(
-    w: &QMatrixRef<'_>,
-    x: &[f32],
-    m_rows: usize,
-) -> Result<Option<phobos_rt::host::qmatmul::QActivations>, QMatmulError> {
-    use phobos_rt::host::qmatmul as fast;
-    if fast::vec_dot_type(w.ty).is_none() {
-        return Ok(None);
-    }
-    Ok(Some(fast::quantize_activations(w.ty, x, m_rows, w.cols)?))
-}
-
-/// [`matmul`] on activations from [`quantize_for`] (same partner type and
-/// width as `w`'s).
-pub fn matmul_quantized(
-    w: &QMatrixRef<'_>,
-    acts: &phobos_rt::host::qmatmul::QActivations,
-    out: &mut [f32],
-) -> Result<(), QMatmulError> {
-    Ok(phobos_rt::host::qmatmul::matmul_quantized_threaded(
-        &w.kernel_ref(),
-        acts,
-        out,
-    )?)
 }
 
 /// The exact f32 form: every weight row dequantized, dotted in f32.

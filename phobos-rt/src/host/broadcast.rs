@@ -100,6 +100,7 @@ pub fn broadcast_to<T: Element>(t: &Tile<T>, shape: &[usize]) -> Result<Tile<T>>
 }
 
 /// `f` applied to every element.
+#[inline]
 pub(crate) fn map<A: Element, R: Element>(a: &Tile<A>, f: impl Fn(A) -> R) -> Tile<R> {
     let mut data = super::arena::take(a.len());
     data.extend(a.as_slice().iter().map(|&x| f(x)));
@@ -107,6 +108,7 @@ pub(crate) fn map<A: Element, R: Element>(a: &Tile<A>, f: impl Fn(A) -> R) -> Ti
 }
 
 /// `f` applied elementwise after broadcasting `a` and `b`.
+#[inline]
 pub(crate) fn zip_with<A: Element, B: Element, R: Element>(
     op: &'static str,
     a: &Tile<A>,
@@ -138,6 +140,7 @@ pub(crate) fn zip_with<A: Element, B: Element, R: Element>(
 }
 
 /// `f` applied elementwise after broadcasting three tiles.
+#[inline]
 pub(crate) fn zip3_with<A: Element, B: Element, C: Element, R: Element>(
     op: &'static str,
     a: &Tile<A>,
@@ -158,6 +161,7 @@ pub(crate) fn zip3_with<A: Element, B: Element, C: Element, R: Element>(
 }
 
 /// `acc[i] = f(acc[i], rhs[i])` with `rhs` broadcast to `acc`'s shape.
+#[inline]
 pub(crate) fn assign_with<T: Element>(
     op: &'static str,
     acc: &mut Tile<T>,

@@ -10,6 +10,7 @@ use crate::{Bits, CastTo, Element, Float, Int, Num, Result};
 macro_rules! binary {
     ($($(#[$doc:meta])* $name:ident: $bound:ident => $out:ty, $f:expr;)*) => {$(
         $(#[$doc])*
+        #[inline]
         pub fn $name<T: $bound>(a: &Tile<T>, b: &Tile<T>) -> Result<Tile<$out>> {
             zip_with(stringify!($name), a, b, $f)
         }
@@ -89,6 +90,7 @@ pub fn not(a: &Tile<bool>) -> Tile<bool> {
 macro_rules! unary {
     ($($(#[$doc:meta])* $name:ident: $bound:ident, $f:expr;)*) => {$(
         $(#[$doc])*
+        #[inline]
         pub fn $name<T: $bound>(a: &Tile<T>) -> Tile<T> {
             map(a, $f)
         }
@@ -125,6 +127,7 @@ unary! {
 }
 
 /// `where(cond, a, b)`: `a` where `cond` holds, else `b`; all three broadcast.
+#[inline]
 pub fn select<T: Element>(cond: &Tile<bool>, a: &Tile<T>, b: &Tile<T>) -> Result<Tile<T>> {
     super::broadcast::zip3_with("where", cond, a, b, |c, x, y| if c { x } else { y })
 }
@@ -137,6 +140,7 @@ pub fn cast<T: CastTo<U>, U: Element>(t: &Tile<T>) -> Tile<U> {
 macro_rules! assign {
     ($($(#[$doc:meta])* $name:ident: $bound:ident, $f:expr;)*) => {$(
         $(#[$doc])*
+        #[inline]
         pub fn $name<T: $bound>(acc: &mut Tile<T>, rhs: &Tile<T>) -> Result<()> {
             assign_with(stringify!($name), acc, rhs, $f)
         }

@@ -35,7 +35,9 @@ pub fn arange(n: usize) -> Result<Tile<i32>> {
         shape: vec![n],
         expected: "n <= i32::MAX",
     })?;
-    Ok(Tile::from_parts(TileShape::new(&[n])?, (0..end).collect()))
+    let mut data = super::arena::take(n);
+    data.extend(0..end);
+    Ok(Tile::from_parts(TileShape::new(&[n])?, data))
 }
 
 fn require_rank2<T: Element>(op: &'static str, t: &Tile<T>) -> Result<(usize, usize)> {

@@ -55,6 +55,9 @@
 //!   the operands of a fused elementwise loop.
 //! - [`math`]: `f32` `exp tanh sigmoid silu gelu` as vectorizable
 //!   polynomials with stated error bounds (what [`Float`] uses for `f32`).
+//! - [`simd`]: the instruction-set level generated launch bodies run with
+//!   ([`simd_level`]: AVX-512, AVX2 or portable, from CPU features and
+//!   `PHOBOS_SIMD`).
 //!
 //! Ops that depend on shapes return [`Result`](crate::Result): the compiler
 //! checks shapes statically, but a wrong shape here is an error, never a
@@ -65,11 +68,13 @@ mod broadcast;
 mod dot;
 mod elementwise;
 mod grid;
+pub mod host_impl;
 mod layout;
 pub mod math;
 pub mod qmatmul;
 mod quant;
 mod reduce;
+pub mod simd;
 mod slice;
 mod tile;
 mod view;
@@ -83,12 +88,14 @@ pub use elementwise::{
     sub_assign, tanh,
 };
 pub use grid::{GridIndex, run_grid, try_run_grid};
+pub use host_impl::{HostImplMode, with_host_slice, with_host_slice_mut};
 pub use layout::{arange, cumsum, expect_shape, full, reshape, transpose, tril, zeros};
 pub use quant::{
     QTile, QuantRead, QuantWrite, dequant, dot_quant_lhs, dot_quant_rhs, dot_t_quant_lhs,
     dot_t_quant_rhs, ggml_partner, ggml_rows, load_quant, qlevels, qscales, store_quant,
 };
 pub use reduce::{max, min, rowmax, rowmin, rowsum, sum};
+pub use simd::{SimdLevel, simd_level, with_simd_cap};
 pub use slice::{
     MAX_SLICE_RANK, Slice, atomic_add, atomic_add_scalar, load, load_point, store, store_scalar,
 };

@@ -58,6 +58,7 @@ fn sum_slice<T: Num>(values: &[T]) -> T::Sum {
 }
 
 /// Reduces the last dim with `f`, keeping it as extent 1.
+#[inline]
 fn reduce_rows<T: Element, A: Copy>(
     op: &'static str,
     t: &Tile<T>,
@@ -93,39 +94,47 @@ fn reduce_rows<T: Element, A: Copy>(
 }
 
 /// Sum over the last dim: `[.., N] -> [.., 1]`.
+#[inline]
 pub fn rowsum<T: Num>(t: &Tile<T>) -> Result<Tile<T>> {
     reduce_rows("rowsum", t, T::Sum::ZERO, sum_slice, T::from_sum)
 }
 
 /// Max over the last dim: `[.., N] -> [.., 1]`.
+#[inline]
 pub fn rowmax<T: Element>(t: &Tile<T>) -> Result<Tile<T>> {
     reduce_rows("rowmax", t, T::LOWEST, max_slice, |a| a)
 }
 
 /// Min over the last dim: `[.., N] -> [.., 1]`.
+#[inline]
 pub fn rowmin<T: Element>(t: &Tile<T>) -> Result<Tile<T>> {
     reduce_rows("rowmin", t, T::HIGHEST, min_slice, |a| a)
 }
 
+#[inline]
 fn max_slice<T: Element>(values: &[T]) -> T {
     fold_lanes(values, T::LOWEST, Element::maximum)
 }
 
+#[inline]
 fn min_slice<T: Element>(values: &[T]) -> T {
     fold_lanes(values, T::HIGHEST, Element::minimum)
 }
 
 /// Sum of every element.
+#[inline]
 pub fn sum<T: Num>(t: &Tile<T>) -> T {
     T::from_sum(sum_slice(t.as_slice()))
 }
 
 /// Max of every element (`LOWEST` when empty).
+#[inline]
 pub fn max<T: Element>(t: &Tile<T>) -> T {
     max_slice(t.as_slice())
 }
 
 /// Min of every element (`HIGHEST` when empty).
+#[inline]
 pub fn min<T: Element>(t: &Tile<T>) -> T {
     min_slice(t.as_slice())
 }

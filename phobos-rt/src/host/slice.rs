@@ -263,8 +263,13 @@ pub fn store<T: Element>(
     };
     plan.for_each_row(|row| {
         let values = &src[row.tile_start + row.lo..row.tile_start + row.hi];
+        // SAFETY: `for_each_row` only yields in-bounds coordinates (and
+        // `store_row` needs the row contiguous).
+        if row.stride == 1 && unsafe { raw.store_row(row.first_elem, values) } {
+            return;
+        }
         for (j, &v) in values.iter().enumerate() {
-            // SAFETY: `for_each_row` only yields in-bounds coordinates.
+            // SAFETY: as above.
             unsafe { raw.store_at(row.first_elem + j * row.stride, v) };
         }
     });

@@ -18,6 +18,15 @@
 //! as a written parameter of the same launch on the same storage (generated
 //! launchers make their [`TensorWrite`]s first for exactly this). So a plain
 //! read never overlaps a write, from this launch or any other thread.
+//!
+//! Plain stores: [`TensorWrite::allow_plain_stores`] (unsafe: the caller
+//! promises that no element is stored by two threads or read by another
+//! while the view lives, which generated launchers prove for program-owned
+//! tensors, SPEC.md §9) makes stores ordinary copies, when the tensor is
+//! the only view of its allocation (so with it borrowed mutably nothing
+//! else can reach the memory) and its strides never map two indices to one
+//! element. Large tensors are then written with streaming stores, fenced
+//! before the program goes on.
 
 use crate::device::HostBuffer;
 use crate::{Element, Result, Tensor};
@@ -36,6 +45,11 @@ pub(crate) struct RawView<'a, T> {
     pub(crate) strides: &'a [usize],
     /// Reads may be plain (a [`PlainRead`] guard holds the allocation).
     pub(crate) plain: bool,
+    /// Stores may be plain ([`TensorWrite::allow_plain_stores`]).
+    pub(crate) plain_store: bool,
+    /// Plain row stores bypass the cache (the tensor is too large to be
+    /// read back from it).
+    pub(crate) stream_store: bool,
 }
 
 impl<T: Element> RawView<'_, T> {
@@ -56,8 +70,42 @@ impl<T: Element> RawView<'_, T> {
     /// As [`RawView::load_at`].
     #[inline(always)]
     pub(crate) unsafe fn store_at(&self, elem: usize, value: T) {
-        // SAFETY: in bounds by the caller; atomic by construction.
-        unsafe { T::store_relaxed(self.base.add(elem), value) }
+        // SAFETY: in bounds by the caller; a plain store only where
+        // `plain_store` says no other thread accesses the element during
+        // the launch (`TensorWrite::allow_plain_stores`), else atomic.
+        unsafe {
+            if self.plain_store {
+                self.base.add(elem).write(value);
+            } else {
+                T::store_relaxed(self.base.add(elem), value);
+            }
+        }
+    }
+
+    /// Stores `values` at `elem..elem + values.len()` with one copy when
+    /// stores may be plain; `false` (nothing stored) otherwise.
+    ///
+    /// # Safety
+    /// The range must be in bounds (from indices inside `shape`, with a
+    /// last-dim stride of 1).
+    #[inline(always)]
+    pub(crate) unsafe fn store_row(&self, elem: usize, values: &[T]) -> bool {
+        if !self.plain_store {
+            return false;
+        }
+        // SAFETY: in bounds by the caller; `plain_store` means no other
+        // thread reads or writes these elements during the launch
+        // (`TensorWrite::allow_plain_stores`), and a tile never lives in a
+        // tensor's allocation, so the ranges do not overlap.
+        unsafe {
+            let dst = self.base.add(elem);
+            if self.stream_store {
+                stream_copy(values, dst);
+            } else {
+                std::ptr::copy_nonoverlapping(values.as_ptr(), dst, values.len());
+            }
+        };
+        true
     }
 
     /// Hints the CPU to fetch elements `elem..elem + len` into the L2 cache.
@@ -105,6 +153,57 @@ impl<T: Element> RawView<'_, T> {
     }
 }
 
+/// Tensors from this size up are written with streaming (cache-bypassing)
+/// stores when their stores are plain: they do not fit the cache for a
+/// later kernel to read them from it anyway, and a streaming store does
+/// not first read the line it overwrites, which a normal store does. The
+/// same trade as glibc's `memcpy` threshold for non-temporal copies.
+pub(crate) const STREAM_MIN_BYTES: usize = 32 << 20;
+
+/// Copies `values` to `dst`, the 16-byte-aligned middle with streaming
+/// stores, then fences them so the copy is ordered like plain stores.
+///
+/// # Safety
+/// `dst..dst + values.len()` must be valid for writes, not overlap
+/// `values`, and not be accessed by another thread until the launch ends.
+#[inline]
+unsafe fn stream_copy<T: Copy>(values: &[T], dst: *mut T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+        const VECTOR: usize = 16;
+        let bytes = std::mem::size_of_val(values);
+        let src = values.as_ptr().cast::<u8>();
+        let out = dst.cast::<u8>();
+        let head = out.align_offset(VECTOR).min(bytes);
+        let body = (bytes - head) / VECTOR * VECTOR;
+        // SAFETY: every range below lies inside the `bytes` bytes of `values`
+        // and of `dst` (the caller's contract); the streamed stores go to
+        // 16-byte-aligned addresses; SSE2 is part of the x86_64 baseline.
+        // The fence orders the streamed stores before anything this thread
+        // does next (the end of its program), as std's docs require before
+        // another thread may see them.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src, out, head);
+            for offset in (head..head + body).step_by(VECTOR) {
+                let v = _mm_loadu_si128(src.add(offset).cast::<__m128i>());
+                _mm_stream_si128(out.add(offset).cast::<__m128i>(), v);
+            }
+            std::ptr::copy_nonoverlapping(
+                src.add(head + body),
+                out.add(head + body),
+                bytes - head - body,
+            );
+            _mm_sfence();
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        // SAFETY: the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), dst, values.len()) };
+    }
+}
+
 /// Read access to a tensor from inside tile programs. `Copy` and `Sync`.
 #[derive(Debug, Clone, Copy)]
 pub struct TensorRead<'a, T: Element> {
@@ -127,6 +226,8 @@ impl<'a, T: Element> TensorRead<'a, T> {
                 shape: tensor.shape(),
                 strides: tensor.strides(),
                 plain: false,
+                plain_store: false,
+                stream_store: false,
             },
             borrow: PhantomData,
         })
@@ -207,6 +308,9 @@ impl<T: Element> Drop for PlainRead<'_, T> {
 pub struct TensorWrite<'a, T: Element> {
     raw: RawView<'a, T>,
     buffer: &'a HostBuffer,
+    /// The tensor is its allocation's only view and its layout maps
+    /// distinct indices to distinct elements.
+    sole_view: bool,
     borrow: PhantomData<&'a mut Tensor<T>>,
 }
 
@@ -216,7 +320,8 @@ impl<T: Element> Drop for TensorWrite<'_, T> {
     }
 }
 
-// SAFETY: all accesses through the view are element-width atomics (module doc).
+// SAFETY: all accesses through the view are element-width atomics, or plain
+// stores under `allow_plain_stores`'s contract (module doc).
 unsafe impl<T: Element> Send for TensorWrite<'_, T> {}
 // SAFETY: as above.
 unsafe impl<T: Element> Sync for TensorWrite<'_, T> {}
@@ -226,6 +331,7 @@ impl<'a, T: Element> TensorWrite<'a, T> {
     /// Waits while a launch on another thread reads the allocation with
     /// plain loads ([`PlainRead`]).
     pub fn new(tensor: &'a mut Tensor<T>) -> Result<Self> {
+        let sole_view = tensor.is_sole_host_view() && layout_does_not_overlap(tensor);
         let tensor: &'a Tensor<T> = tensor;
         let raw = RawView {
             base: tensor.host_ptr("TensorWrite::new")?,
@@ -233,14 +339,37 @@ impl<'a, T: Element> TensorWrite<'a, T> {
             shape: tensor.shape(),
             strides: tensor.strides(),
             plain: false,
+            plain_store: false,
+            stream_store: false,
         };
         let buffer = tensor.host_buffer()?;
         buffer.begin_write();
         Ok(TensorWrite {
             raw,
             buffer,
+            sole_view,
             borrow: PhantomData,
         })
+    }
+
+    /// Lets stores through this view be plain (vectorizable copies) when
+    /// the tensor is the only view of its allocation and no two of its
+    /// indices share an element; otherwise stores stay atomic. Returns
+    /// whether they are plain now.
+    ///
+    /// # Safety
+    /// For as long as this view lives, no element of the tensor may be
+    /// stored by two threads, nor read by another thread than the one
+    /// storing it: what generated launchers prove for program-owned tensors
+    /// (SPEC.md §9), whose every element is stored by at most one program
+    /// and read by none. (Other views cannot interfere: the tensor is
+    /// borrowed mutably and its allocation is shared with no other tensor.)
+    pub unsafe fn allow_plain_stores(&mut self) -> bool {
+        self.raw.plain_store = self.sole_view;
+        let elements: usize = self.raw.shape.iter().product();
+        self.raw.stream_store =
+            self.sole_view && elements.saturating_mul(size_of::<T>()) >= STREAM_MIN_BYTES;
+        self.sole_view
     }
 
     /// A read view of the same tensor, for kernels that read what they write.
@@ -291,5 +420,88 @@ impl<T: Element> Readable<T> for TensorRead<'_, T> {
 impl<T: Element> Readable<T> for TensorWrite<'_, T> {
     fn read_view(&self) -> TensorRead<'_, T> {
         self.as_read()
+    }
+}
+
+/// Whether distinct indices of `tensor` always name distinct elements: with
+/// the dims of extent > 1 sorted by stride, each stride steps past every
+/// element the smaller dims reach.
+fn layout_does_not_overlap<T: Element>(tensor: &Tensor<T>) -> bool {
+    let mut dims: Vec<(usize, usize)> = tensor
+        .strides()
+        .iter()
+        .copied()
+        .zip(tensor.shape().iter().copied())
+        .filter(|&(_, extent)| extent > 1)
+        .collect();
+    dims.sort_unstable();
+    let mut reach = 0usize;
+    for (stride, extent) in dims {
+        if stride <= reach {
+            return false;
+        }
+        match (extent - 1)
+            .checked_mul(stride)
+            .and_then(|span| span.checked_add(reach))
+        {
+            Some(next) => reach = next,
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Device;
+
+    #[test]
+    fn plain_stores_need_the_sole_view_of_a_non_overlapping_layout() {
+        let device = Device::host();
+        let mut alone = device.zeros::<f32>([4, 8]).unwrap();
+        let mut view = TensorWrite::new(&mut alone).unwrap();
+        // SAFETY: nothing stores through the view.
+        assert!(unsafe { view.allow_plain_stores() });
+        drop(view);
+
+        let base = device.zeros::<f32>([4, 8]).unwrap();
+        let mut shared = base.narrow(0, 0, 2).unwrap();
+        let mut view = TensorWrite::new(&mut shared).unwrap();
+        // SAFETY: as above.
+        assert!(!unsafe { view.allow_plain_stores() }, "base shares it");
+        drop(view);
+        drop(base);
+        let mut view = TensorWrite::new(&mut shared).unwrap();
+        // SAFETY: as above.
+        assert!(unsafe { view.allow_plain_stores() }, "now alone");
+        drop(view);
+
+        let mut repeated = shared.strided([3, 8], &[0, 1], 0).unwrap();
+        drop(shared);
+        let mut view = TensorWrite::new(&mut repeated).unwrap();
+        // SAFETY: as above.
+        assert!(!unsafe { view.allow_plain_stores() }, "rows overlap");
+    }
+
+    #[test]
+    fn overlap_check_follows_the_strides() {
+        let device = Device::host();
+        let t = device.zeros::<f32>([6, 8]).unwrap();
+        let cases: [(&[usize], &[usize], bool); 5] = [
+            (&[6, 8], &[8, 1], true),
+            (&[8, 6], &[1, 8], true),
+            (&[3, 4], &[8, 2], true),
+            (&[3, 4], &[3, 1], false),
+            (&[1, 5, 1], &[0, 1, 0], true),
+        ];
+        for (shape, strides, expected) in cases {
+            let view = t.strided(shape.to_vec(), strides, 0).unwrap();
+            assert_eq!(
+                layout_does_not_overlap(&view),
+                expected,
+                "{shape:?} {strides:?}"
+            );
+        }
     }
 }

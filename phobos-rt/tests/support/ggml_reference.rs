@@ -229,6 +229,74 @@ pub fn block_term(ty: GgmlType, w: &[u8], x: &[u8]) -> f32 {
     }
 }
 
+/// One block's term in f64 (the value of SPEC.md's formula before any f32
+/// rounding, up to f64's own, relative 2^-50 at most) and a magnitude that
+/// bounds the sum of the absolute values of its parts in any grouping
+/// (`|d dx| sum |sc a q|` plus the min or offset part), against which an
+/// evaluation order's f32 rounding error is measured.
+pub fn block_exact(ty: GgmlType, w: &[u8], x: &[u8]) -> (f64, f64) {
+    use GgmlType::*;
+    let wide = f64::from;
+    match ty {
+        Q4_0 | Q5_0 | Q8_0 | IQ4_NL | Q4_1 | Q5_1 => {
+            let a = legacy_levels(ty, w);
+            let at = if matches!(ty, Q4_1 | Q5_1) { 4 } else { 2 };
+            let q = i8s(&x[at..at + 32]);
+            let sumi: i64 = a.iter().zip(&q).map(|(p, q)| i64::from(p * q)).sum();
+            let abs: i64 = a
+                .iter()
+                .zip(&q)
+                .map(|(p, q)| i64::from((p * q).abs()))
+                .sum();
+            let scale = wide(h(w, 0)) * wide(h(x, 0));
+            let (mut exact, mut magnitude) = (scale * sumi as f64, scale.abs() * abs as f64);
+            if matches!(ty, Q4_1 | Q5_1) {
+                let offset = wide(h(w, 2)) * wide(h(x, 2));
+                exact += offset;
+                magnitude += offset.abs();
+            }
+            (exact, magnitude)
+        }
+        _ => {
+            let (d_x, q8) = (wide(f(x, 0)), i8s(&x[4..260]));
+            let bsums: Vec<i32> = x[260..292]
+                .chunks_exact(2)
+                .map(|c| i32::from(i16::from_le_bytes([c[0], c[1]])))
+                .collect();
+            let (a, scales, min_term) = kquant(ty, w, &bsums);
+            let group = 256 / scales.len();
+            let (mut sumi, mut abs) = (0i64, 0i64);
+            for (g, s) in scales.iter().enumerate() {
+                for e in g * group..(g + 1) * group {
+                    sumi += i64::from(s * a[e] * q8[e]);
+                    abs += i64::from((s * a[e] * q8[e]).abs());
+                }
+            }
+            let (d, dmin) = match ty {
+                Q2_K => (h(w, 80), h(w, 82)),
+                Q3_K => (h(w, 108), 0.0),
+                Q6_K => (h(w, 208), 0.0),
+                _ => (h(w, 0), h(w, 2)),
+            };
+            let main = wide(d) * d_x;
+            let mins = wide(dmin) * d_x;
+            let min_abs: f64 = if matches!(ty, Q2_K | Q4_K | Q5_K) {
+                // Every min-part product, in absolute value: an upper bound
+                // of |min_term| and of any partial sum of it.
+                let (_, _, abs_term) =
+                    kquant(ty, w, &bsums.iter().map(|b| b.abs()).collect::<Vec<_>>());
+                f64::from(abs_term.abs())
+            } else {
+                0.0
+            };
+            (
+                main * sumi as f64 - mins * f64::from(min_term),
+                main.abs() * abs as f64 + mins.abs() * min_abs,
+            )
+        }
+    }
+}
+
 /// `out[m][n]` = ggml's contraction of weight row `n` (blocks of `ty`,
 /// `k` elements) with float row `m` of `x` (`[rows, k]`).
 pub fn contract(ty: GgmlType, weights: &[u8], n_rows: usize, x: &[f32], k: usize) -> Vec<Vec<f32>> {

@@ -8,7 +8,9 @@
 //! `rowmax`) or one row for every row (`[C]`) is read in place by a
 //! row-by-row loop ([`Stretch`]); any other is stretched to the tree's
 //! shape once, before the loop. The result goes into reused storage
-//! (`Tile::collect`, `Tile::storage`), not a fresh allocation.
+//! (`Tile::full` takes it from the thread's free list), not a fresh
+//! allocation, and every loop is a `for` loop in the generated body (see
+//! `fused_tile` for why no closure goes to an iterator adaptor).
 //!
 //! The loop body is the scalar code of the tree (`Generator::scalar`) with
 //! every leaf replaced by a name, so a fused tile op computes exactly what
@@ -306,27 +308,33 @@ impl Generator<'_> {
             }));
         }
         let checks = fused.shape_checks(&shape_name);
-        if fused.stretched() {
-            let rows = fused.rows(
+        // The loops are plain `for` loops over zipped slices writing into
+        // the result, never closures handed to an iterator adaptor: code
+        // generated inside a `#[target_feature]` body compiles for that
+        // level only where it stays in the body, and a closure called from
+        // `Iterator::fold` (compiled without the features) is a call per
+        // element instead of a vectorized loop.
+        let out = Ident::new("__out", Span::call_site());
+        let fill = if fused.stretched() {
+            fused.rows(
                 &shape_name,
-                None,
-                |iter, pattern| quote!(__data.extend(#iter.map(|#pattern| -> #ty { #body }));),
-            );
-            return Ok(quote!({
-                #prelude
-                let #shape_name = [#(#shape),*];
-                #checks
-                let mut __data = #p::host::Tile::<#ty>::storage(&#shape_name)?;
-                #rows
-                #p::host::Tile::from_vec(&#shape_name, __data)?
-            }));
-        }
-        let (iter, pattern) = fused.zipped(None);
+                Some(&out),
+                |iter, pattern| quote!(for #pattern in #iter { *__acc = #body; }),
+            )
+        } else {
+            let (iter, pattern) = fused.zipped(Some((
+                quote!(#out.as_mut_slice().iter_mut()),
+                quote!(__acc),
+            )));
+            quote!(for #pattern in #iter { *__acc = #body; })
+        };
         Ok(quote!({
             #prelude
             let #shape_name = [#(#shape),*];
             #checks
-            #p::host::Tile::collect(&#shape_name, #iter.map(|#pattern| -> #ty { #body }))?
+            let mut #out = #p::host::Tile::<#ty>::full(&#shape_name, <#ty as #p::Element>::ZERO)?;
+            #fill
+            #out
         }))
     }
 }

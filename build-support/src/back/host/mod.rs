@@ -13,8 +13,13 @@
 //! else is a `Tile<T>`. The program body is emitted once per config (up to
 //! [`launcher::MAX_SPECIALIZED_CONFIGS`]) with the tune parameters as
 //! constants, so rustc folds tile dims; `launch_with` picks the body with
-//! one `match` per launch. A tree of
-//! elementwise ops becomes one loop ([`fuse`]). Every
+//! one `match` per launch. That launch body is emitted once per SIMD
+//! level (`launcher::simd_bodies`: AVX-512 and AVX2 under
+//! `#[target_feature]`, and a portable one), and `launch_with` calls the
+//! one `host::simd_level()` picks. A tree of
+//! elementwise ops becomes one loop ([`fuse`]), written as a `for` loop in
+//! the body so it is compiled for the body's level. Stores into
+//! program-owned tensors ([`ownership`]) are plain. Every
 //! path in the output goes through `::phobos::__private`, which the facade
 //! crate and phobos-rt (via `extern crate self as phobos`) both provide.
 
@@ -25,6 +30,7 @@ mod fuse;
 mod grid;
 mod launcher;
 mod names;
+mod ownership;
 mod quant;
 mod stmt;
 mod tile_slice;
@@ -40,7 +46,7 @@ use crate::ir::{Expr, Kernel, Local, LocalId, Module, Stmt};
 use crate::span::Span;
 
 pub use artifact::{EmbeddedPtx, EmbeddedVariant, PrunedVariant};
-pub use launcher::source_hash;
+pub use launcher::{AVX2_FEATURES, AVX512_FEATURES, source_hash};
 
 /// Something the host back end cannot generate, at a span of the kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]

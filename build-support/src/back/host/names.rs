@@ -37,7 +37,7 @@ pub fn public(name: &str) -> Ident {
     }
 }
 
-fn is_rust_keyword(name: &str) -> bool {
+pub(super) fn is_rust_keyword(name: &str) -> bool {
     const KEYWORDS: &[&str] = &[
         "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum",
         "extern", "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod",

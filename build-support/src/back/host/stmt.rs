@@ -279,14 +279,14 @@ impl Generator<'_> {
             fused.rows(
                 &shape_name,
                 Some(target),
-                |iter, pattern| quote!(#iter.for_each(|#pattern| *__acc = #op(*__acc, #body));),
+                |iter, pattern| quote!(for #pattern in #iter { *__acc = #op(*__acc, #body); }),
             )
         } else {
             let (iter, pattern) = fused.zipped(Some((
                 quote!(#target.as_mut_slice().iter_mut()),
                 quote!(__acc),
             )));
-            quote!(#iter.for_each(|#pattern| *__acc = #op(*__acc, #body));)
+            quote!(for #pattern in #iter { *__acc = #op(*__acc, #body); })
         };
         Ok(quote!({
             #prelude

@@ -159,10 +159,18 @@ fn an_elementwise_statement_is_one_loop() {
             "`{op}` should be fused: {out}"
         );
     }
-    // The store's value: one loop over x and z, with s and sum(sq) read
-    // once, in each of the two configs' bodies, collected into reused
-    // storage.
-    assert_eq!(out.matches("host :: Tile :: collect (").count(), 2, "{out}");
+    // The store's value: one `for` loop over x and z into reused storage,
+    // with s and sum(sq) read once, in each of the two configs' bodies of
+    // the three specialized SIMD levels and in the generic one.
+    assert_eq!(
+        out.matches(
+            "let mut __out = :: phobos :: __private :: host :: Tile :: < f32 > :: full (& __shape"
+        )
+        .count(),
+        3 * 2 + 1,
+        "{out}"
+    );
+    assert!(!out.contains(". map (|"), "no closure per element: {out}");
     assert!(out.contains("host :: sum (& l_sq)"), "{out}");
     // `sq += x * x`: one loop over sq, x and x, in place.
     assert!(
@@ -208,11 +216,78 @@ fn each_config_gets_a_body_with_its_tune_values_as_constants() {
         ),
         "{out}"
     );
-    // Every arm runs the grid; on the host no tune value is read from the
-    // config (the CUDA branch before it still passes the config along).
-    assert_eq!(out.matches("try_run_grid").count(), 2, "{out}");
-    let host_part = &out[out.find("is_host ()").expect(&out)..];
-    assert!(!host_part.contains("config . TM as i32"), "{out}");
+    // Every arm runs the grid, in each SIMD level's body (AVX-512, AVX2,
+    // and the portable one off x86-64), plus x86-64's generic portable
+    // body; the specialized bodies read no tune value from the config.
+    assert_eq!(out.matches("try_run_grid").count(), 3 * 2 + 1, "{out}");
+    let avx512 = simd_body(&out, "__host_avx512");
+    assert_eq!(avx512.matches("try_run_grid").count(), 2, "{avx512}");
+    assert!(!avx512.contains("config . TM as i32"), "{avx512}");
+}
+
+/// The text of the generated function `name` (up to the next `fn`).
+fn simd_body<'o>(out: &'o str, name: &str) -> &'o str {
+    let start = out
+        .find(&format!("fn {name} ("))
+        .unwrap_or_else(|| panic!("no {name}: {out}"));
+    let rest = &out[start + 3..];
+    &rest[..rest.find(" fn ").unwrap_or(rest.len())]
+}
+
+#[test]
+fn each_simd_level_gets_a_body_and_launch_with_picks_one() {
+    let out = generated(GEMM).unwrap();
+    assert!(
+        out.contains(
+            "# [target_feature (enable = \"avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,bmi1,bmi2,lzcnt,popcnt,f16c\")] fn __host_avx512"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "# [target_feature (enable = \"avx2,fma,bmi1,bmi2,lzcnt,popcnt,f16c\")] fn __host_avx2"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("match :: phobos :: __private :: host :: simd_level ()"),
+        "{out}"
+    );
+    assert!(
+        out.contains("unsafe { __host_avx512 (config , __config_index , __dim_M"),
+        "{out}"
+    );
+    assert!(out.contains("_ => __host_portable (config"), "{out}");
+    // x86-64's portable body is the generic one: tune values from the config.
+    let portable = simd_body(&out, "__host_portable");
+    assert!(portable.contains("config . TM as i32"), "{portable}");
+}
+
+#[test]
+fn program_owned_tensors_get_plain_stores_when_the_grid_does_not_wrap() {
+    let out = generated(GEMM).unwrap();
+    // C is read back (`c_old` in the examples' gemm, not here): here it is
+    // only stored, by program-owned blocks.
+    assert!(
+        out.contains("let mut p_C = :: phobos :: __private :: host :: TensorWrite :: new (C) ?"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "(__grid [0usize] as u64) . saturating_mul ((t_TM as usize) as u64) <= (1u64 << 31)"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("unsafe { p_C . allow_plain_stores () }"),
+        "{out}"
+    );
+    let read_back = "@grid(R)
+kernel k(Y: tensor<f32>[R, C]) {
+  Y[program_id(0), 0 :+ 8] += 1.0
+}";
+    let out = generated(read_back).unwrap();
+    assert!(!out.contains("allow_plain_stores"), "{out}");
 }
 
 #[test]
@@ -230,12 +305,17 @@ kernel k(X: tensor<f32>[N]) {{
     );
     let out = generated(&text).unwrap();
     let bound = super::launcher::MAX_SPECIALIZED_CONFIGS;
-    assert_eq!(out.matches("const t_B : i32").count(), bound, "{out}");
+    assert_eq!(out.matches("const t_B : i32").count(), 3 * bound, "{out}");
     assert!(
         out.contains("_ => { let t_B : i32 = config . B as i32 ;"),
         "{out}"
     );
-    assert_eq!(out.matches("try_run_grid").count(), bound + 1, "{out}");
+    // Per specialized SIMD level, plus x86-64's generic portable body.
+    assert_eq!(
+        out.matches("try_run_grid").count(),
+        3 * (bound + 1) + 1,
+        "{out}"
+    );
 }
 
 #[test]
@@ -246,7 +326,8 @@ kernel k(X: tensor<f32>[4]) {
 }";
     let out = generated(text).unwrap();
     assert!(!out.contains("match __config_index"), "{out}");
-    assert_eq!(out.matches("try_run_grid").count(), 1, "{out}");
+    // One body per SIMD level function.
+    assert_eq!(out.matches("try_run_grid").count(), 4, "{out}");
 }
 
 const ROWWISE: &str = "@autotune(R in [2], C in [8])
@@ -263,5 +344,55 @@ fn per_row_and_per_column_leaves_are_not_stretched() {
     // no stretched copy of either.
     assert!(!out.contains("broadcast_to"), "{out}");
     assert!(out.contains("chunks_exact (__inner)"), "{out}");
-    assert!(out.contains("Tile :: < f32 > :: storage"), "{out}");
+    assert!(out.contains("Tile :: < f32 > :: full"), "{out}");
+}
+
+const SCALE_WITH_HOST_IMPL: &str = "@host_impl(scale_host)
+@grid(cdiv(N, 8))
+kernel scale(X: tensor<f32>[N], Y: tensor<f32>[N], s: f32) {
+  Y[program_id(0) * 8 :+ 8] = X[program_id(0) * 8 :+ 8] * s
+}";
+
+#[test]
+fn host_impl_is_called_on_the_host_and_the_generated_body_stays_reachable() {
+    let out = generated(SCALE_WITH_HOST_IMPL).unwrap();
+    assert!(
+        out.contains("return super :: scale_host (device , X , Y , s)"),
+        "{out}"
+    );
+    assert!(out.contains("pub fn launch_generated"), "{out}");
+    assert!(
+        out.contains("__launch (device , config , false , X , Y , s)"),
+        "{out}"
+    );
+    assert!(out.contains("HostImplMode :: from_env"), "{out}");
+    assert!(
+        out.contains("host_impl : :: core :: option :: Option :: Some (\"scale_host\")"),
+        "{out}"
+    );
+    // The generated body is still there, after the hand-written call.
+    let call = out.find("super :: scale_host").unwrap();
+    let grid = out.rfind("try_run_grid").unwrap();
+    assert!(call < grid, "{out}");
+    // The CUDA branch comes first: the GPU never runs the host function.
+    let cuda = out.find("as_cuda ()").unwrap();
+    assert!(cuda < call, "{out}");
+}
+
+#[test]
+fn kernels_without_host_impl_have_no_hand_written_path() {
+    let out = generated(GEMM).unwrap();
+    assert!(!out.contains("launch_generated"), "{out}");
+    assert!(!out.contains("HostImplMode"), "{out}");
+    assert!(
+        out.contains("host_impl : :: core :: option :: Option :: None"),
+        "{out}"
+    );
+}
+
+#[test]
+fn host_impl_refuses_names_rust_cannot_call() {
+    let text = SCALE_WITH_HOST_IMPL.replace("scale_host", "fn");
+    let errors = generated(&text).unwrap_err();
+    assert!(errors[0].message.contains("`@host_impl(fn)`"), "{errors:?}");
 }

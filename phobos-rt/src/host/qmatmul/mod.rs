@@ -14,6 +14,9 @@
 //!   [`matmul_quantized_threaded`]: quantize `x` once and reuse it for
 //!   several weights (q/k/v, gate/up) that share `cols` and partner type.
 //! - [`vec_dot_type`]: the partner type of a weight format.
+//! - [`qmatmul_host`]: the same behind a kernel's typed handle, as the
+//!   hand-written host path of `@host_impl(qmatmul_host)` kernels (the
+//!   engine's, in phobos-models `ops/matmul`).
 //!
 //! # Numerics (what "ggml's numerics" means here)
 //!
@@ -56,6 +59,7 @@
 mod activations;
 mod error;
 mod float_weights;
+mod handle;
 mod kernels;
 mod portable;
 mod schedule;
@@ -73,6 +77,7 @@ pub use activations::{
     QActivations, quantize_activations, quantize_activations_threaded, vec_dot_type,
 };
 pub use error::QMatmulError;
+pub use handle::{has_integer_kernel, qmatmul_host};
 pub use kernels::{KernelLevel, kernel_level};
 pub use schedule::{matmul, matmul_quantized, matmul_quantized_threaded, matmul_threaded};
 
