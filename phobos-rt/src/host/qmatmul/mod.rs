@@ -65,6 +65,8 @@ mod x86;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_amx;
+#[cfg(test)]
 mod tests_gemma;
 #[cfg(test)]
 mod tests_ggml;
