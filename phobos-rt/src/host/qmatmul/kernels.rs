@@ -44,11 +44,15 @@ impl KernelLevel {
 }
 
 /// Fewest activation rows in a tile for the AMX kernel: below it (decode of
-/// one to a few sequences) the AVX-512 kernel is faster.
+/// one to a few sequences) the AVX-512 kernel is far faster (a tile pass
+/// costs the same for 1 or 16 rows).
 pub const AMX_MIN_ROWS: usize = 4;
 
-/// The level to run, detected once: the best this CPU supports, capped by
-/// `PHOBOS_QMATMUL_LEVEL` (`portable`, `avx2`, `avx512`, `amx`) when set.
+/// The level to run, detected once: the best this CPU supports up to
+/// [`KernelLevel::Avx512Vnni`], or the level `PHOBOS_QMATMUL_LEVEL` names
+/// (`portable`, `avx2`, `avx512`, `amx`), capped at what the CPU supports.
+/// AMX is opt-in: on the Sapphire Rapids machine it was measured on, the
+/// lane-exact AMX kernel is slower than the AVX-512 one (BENCHMARKS.md).
 pub fn kernel_level() -> KernelLevel {
     static LEVEL: OnceLock<KernelLevel> = OnceLock::new();
     *LEVEL.get_or_init(|| {
@@ -57,14 +61,15 @@ pub fn kernel_level() -> KernelLevel {
             return best;
         };
         match KernelLevel::parse(&name) {
-            Some(cap) => {
-                if cap > best {
+            Some(KernelLevel::Amx) if level_supported(KernelLevel::Amx) => KernelLevel::Amx,
+            Some(requested) => {
+                if requested > best {
                     tracing::warn!(
-                        requested = ?cap, running = ?best,
-                        "PHOBOS_QMATMUL_LEVEL asks for a level this CPU lacks"
+                        ?requested, running = ?best,
+                        "PHOBOS_QMATMUL_LEVEL asks for a level this CPU (or kernel) lacks"
                     );
                 }
-                cap.min(best)
+                requested.min(best)
             }
             None => {
                 tracing::warn!(
@@ -77,13 +82,10 @@ pub fn kernel_level() -> KernelLevel {
     })
 }
 
-/// The best level this CPU supports.
+/// The best level this CPU supports, AMX aside (opt-in).
 fn best_level() -> KernelLevel {
     #[cfg(target_arch = "x86_64")]
     if super::x86::has_vnni() {
-        if super::x86::has_amx() {
-            return KernelLevel::Amx;
-        }
         return KernelLevel::Avx512Vnni;
     }
     #[cfg(target_arch = "x86_64")]
@@ -239,6 +241,18 @@ fn amx_tile(
 ) {
     use super::x86::q32_tile_amx;
     use GgmlType::*;
+    // A ragged last group costs a whole group's tile work: a short one
+    // (under half a group) runs faster on the AVX-512 kernel.
+    let tail = n_range.len() % 16;
+    let amx_end = if tail < 8 {
+        n_range.end - tail
+    } else {
+        n_range.end
+    };
+    if amx_end < n_range.end {
+        q32_512_tile(w, acts, amx_end..n_range.end, m_range.clone(), store);
+    }
+    let n_range = n_range.start..amx_end;
     let (data, row_bytes) = (w.data, w.row_bytes);
     // SAFETY: `run_tile` takes this path only at the AMX level, which the
     // entry points accept only where `level_supported` (AVX-512 and a

@@ -14,6 +14,9 @@
 //!   [`matmul_quantized_threaded`]: quantize `x` once and reuse it for
 //!   several weights (q/k/v, gate/up) that share `cols` and partner type.
 //! - [`vec_dot_type`]: the partner type of a weight format.
+//! - [`kernel_level`]: the kernels that run (detected once, capped by
+//!   `PHOBOS_QMATMUL_LEVEL`); [`matmul_quantized_at`] runs one level
+//!   explicitly (benchmarks).
 //!
 //! # Numerics (what "ggml's numerics" means here)
 //!
@@ -43,6 +46,9 @@
 //! - F32/F16/BF16 weights take f32 activations and are not bit-exact with
 //!   ggml (whose order depends on its sgemm tiles): eight f32 lanes of FMAs
 //!   over the row, then the same horizontal sum.
+//!
+//! The AMX level (opt-in, `x86/amx.rs`) keeps these numerics: its tile
+//! products are the per-lane integer sums, never whole-block sums.
 //!
 //! The SIMD kernels (AVX2, AVX-512 VNNI) are bit-exact with the portable
 //! path; which one runs is picked once at run time. They differ from ggml
@@ -75,8 +81,10 @@ pub use activations::{
     QActivations, quantize_activations, quantize_activations_threaded, vec_dot_type,
 };
 pub use error::QMatmulError;
-pub use kernels::{KernelLevel, kernel_level};
-pub use schedule::{matmul, matmul_quantized, matmul_quantized_threaded, matmul_threaded};
+pub use kernels::{AMX_MIN_ROWS, KernelLevel, kernel_level};
+pub use schedule::{
+    matmul, matmul_quantized, matmul_quantized_at, matmul_quantized_threaded, matmul_threaded,
+};
 
 use phobos_quant::GgmlType;
 

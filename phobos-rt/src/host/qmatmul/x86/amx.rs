@@ -41,6 +41,11 @@ const PAIR_ROWS: usize = 2;
 /// Activation pairs whose B tiles are built before the weight groups pass
 /// over them (so a group's weights are unpacked once per eight rows).
 const CHUNK_PAIRS: usize = 4;
+/// C tiles (tmm4..tmm7) in flight: a block's tile work is issued `AHEAD`
+/// blocks before its float work, so the tile unit's latency (and the
+/// stored C tile's trip through L1) overlaps earlier blocks' FMAs.
+const C_SLOTS: usize = 4;
+const AHEAD: usize = 3;
 /// Bytes of one B tile: 8 rows (one per 4-byte lane of K = 32) x 64 bytes.
 const B_TILE_BYTES: usize = 8 * 64;
 /// Bytes of one unpacked A tile: 16 weight rows x 32 levels.
@@ -121,7 +126,7 @@ const CONFIG: TileConfig = {
         t += 1;
     }
     // C: 16 weight rows x 16 i32 lanes.
-    while t < 6 {
+    while t < 8 {
         config.colsb[t] = 64;
         config.rows[t] = GROUP_ROWS as u8;
         t += 1;
@@ -150,23 +155,39 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// One block's tile work on the even or odd registers: C = A . B, stored.
+/// One block's tile work: C = A . B into `$c_reg`, then the previous
+/// block's C (`$prev_reg`, whose product is done by now) stored to `$prev`
+/// — storing a tile right after its own `tdpbssd` would stall the tile
+/// unit for the product's latency.
 ///
 /// # Safety
 /// The tile configuration is loaded on this thread; `a` points at 16 rows
-/// of 32 readable bytes `a_stride` apart, `b` at a B tile, `c` at a
+/// of 32 readable bytes `a_stride` apart, `b` at a B tile, `prev` at a
 /// writable `CTile`.
 macro_rules! block_step {
-    ($a_reg:literal, $b_reg:literal, $c_reg:literal, $a:expr, $a_stride:expr, $b:expr, $c:expr) => {
+    ($a_reg:literal, $b_reg:literal, $c_reg:literal, $prev_reg:literal,
+     $a:expr, $a_stride:expr, $b:expr, $prev:expr) => {
         asm!(
             concat!("tilezero ", $c_reg),
             concat!("tileloadd ", $a_reg, ", [{a} + {a_stride}]"),
             concat!("tileloadd ", $b_reg, ", [{b} + {row}]"),
             concat!("tdpbssd ", $c_reg, ", ", $a_reg, ", ", $b_reg),
-            concat!("tilestored [{c} + {row}], ", $c_reg),
+            concat!("tilestored [{prev} + {row}], ", $prev_reg),
             a = in(reg) $a,
             a_stride = in(reg) $a_stride,
             b = in(reg) $b,
+            prev = in(reg) $prev,
+            row = in(reg) 64usize,
+            options(nostack),
+        )
+    };
+}
+
+/// Stores C register `$c_reg` to `$c` (a writable `CTile`).
+macro_rules! store_c {
+    ($c_reg:literal, $c:expr) => {
+        asm!(
+            concat!("tilestored [{c} + {row}], ", $c_reg),
             c = in(reg) $c,
             row = in(reg) 64usize,
             options(nostack),
@@ -343,32 +364,61 @@ unsafe fn group_times_chunk<const F: u32>(
         (scratch.a_tiles.as_ptr(), 32, A_TILE_BYTES)
     };
     let pairs = chunk.len().div_ceil(PAIR_ROWS);
-    let mut c_tiles = [CTile([[0; 16]; GROUP_ROWS]), CTile([[0; 16]; GROUP_ROWS])];
+    let mut c_tiles: [CTile; C_SLOTS] = std::array::from_fn(|_| CTile([[0; 16]; GROUP_ROWS]));
     for p in 0..pairs {
         let b_tiles = scratch.b_tiles[p * n_blocks * B_TILE_BYTES..].as_ptr();
         let a_scales = &scratch.a_scales[p * n_blocks * 16..][..n_blocks * 16];
-        let step = |b: usize, c_tiles: &mut [CTile; 2]| {
-            // SAFETY: block `b < n_blocks`: A's 16 rows are in `w_data` or
-            // `a_tiles`, B's tile in `b_tiles`; the configuration is loaded.
+        // Issues block `k`'s tile work and stores block `k - 1`'s C (and
+        // `k`'s own when it is the last), so after `issue(k)` every C
+        // before `k` is in `c_tiles`.
+        let issue = |k: usize, c_tiles: &mut [CTile; C_SLOTS]| {
+            // SAFETY: block `k < n_blocks`: A's 16 rows are in `w_data` or
+            // `a_tiles`, B's tile in `b_tiles`; the configuration is loaded;
+            // the C pointers are `c_tiles` entries.
             unsafe {
-                let a = a_base.add(b * a_block_step);
-                let b_tile = b_tiles.add(b * B_TILE_BYTES);
-                if b % 2 == 0 {
-                    let c = c_tiles[0].0.as_mut_ptr();
-                    block_step!("tmm0", "tmm2", "tmm4", a, a_stride, b_tile, c);
+                let a = a_base.add(k * a_block_step);
+                let b_tile = b_tiles.add(k * B_TILE_BYTES);
+                let prev = c_tiles[(k + C_SLOTS - 1) % C_SLOTS].0.as_mut_ptr();
+                if k == 0 {
+                    asm!(
+                        "tilezero tmm4",
+                        "tileloadd tmm0, [{a} + {a_stride}]",
+                        "tileloadd tmm2, [{b} + {row}]",
+                        "tdpbssd tmm4, tmm0, tmm2",
+                        a = in(reg) a,
+                        a_stride = in(reg) a_stride,
+                        b = in(reg) b_tile,
+                        row = in(reg) 64usize,
+                        options(nostack),
+                    );
                 } else {
-                    let c = c_tiles[1].0.as_mut_ptr();
-                    block_step!("tmm1", "tmm3", "tmm5", a, a_stride, b_tile, c);
+                    match k % C_SLOTS {
+                        0 => block_step!("tmm0", "tmm2", "tmm4", "tmm7", a, a_stride, b_tile, prev),
+                        1 => block_step!("tmm1", "tmm3", "tmm5", "tmm4", a, a_stride, b_tile, prev),
+                        2 => block_step!("tmm0", "tmm2", "tmm6", "tmm5", a, a_stride, b_tile, prev),
+                        _ => block_step!("tmm1", "tmm3", "tmm7", "tmm6", a, a_stride, b_tile, prev),
+                    }
+                }
+                if k + 1 == n_blocks {
+                    let c = c_tiles[k % C_SLOTS].0.as_mut_ptr();
+                    match k % C_SLOTS {
+                        0 => store_c!("tmm4", c),
+                        1 => store_c!("tmm5", c),
+                        2 => store_c!("tmm6", c),
+                        _ => store_c!("tmm7", c),
+                    }
                 }
             }
         };
         let mut acc = [_mm512_setzero_ps(); GROUP_ROWS];
-        step(0, &mut c_tiles);
+        for k in 0..AHEAD.min(n_blocks) {
+            issue(k, &mut c_tiles);
+        }
         for b in 0..n_blocks {
-            if b + 1 < n_blocks {
-                step(b + 1, &mut c_tiles);
+            if b + AHEAD < n_blocks {
+                issue(b + AHEAD, &mut c_tiles);
             }
-            let lanes = &c_tiles[b % 2].0;
+            let lanes = &c_tiles[b % C_SLOTS].0;
             // SAFETY: 16 readable f32.
             let d_a = unsafe { _mm512_loadu_ps(a_scales[b * 16..][..16].as_ptr()) };
             let d_w = &scratch.w_scales[b * GROUP_ROWS..][..GROUP_ROWS];
