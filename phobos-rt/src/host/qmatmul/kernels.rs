@@ -32,7 +32,7 @@ impl KernelLevel {
     }
 
     /// The `PHOBOS_QMATMUL_LEVEL` spelling.
-    fn parse(name: &str) -> Option<Self> {
+    pub(super) fn parse(name: &str) -> Option<Self> {
         match name.trim().to_ascii_lowercase().as_str() {
             "portable" => Some(KernelLevel::Portable),
             "avx2" => Some(KernelLevel::Avx2),

@@ -151,3 +151,18 @@ proptest! {
         check_amx(FORMATS[format], rows, 32 * blocks, m_rows, seed);
     }
 }
+
+#[test]
+fn level_names_parse() {
+    assert_eq!(KernelLevel::parse("amx"), Some(KernelLevel::Amx));
+    assert_eq!(
+        KernelLevel::parse(" AVX512 "),
+        Some(KernelLevel::Avx512Vnni)
+    );
+    assert_eq!(KernelLevel::parse("avx2"), Some(KernelLevel::Avx2));
+    assert_eq!(KernelLevel::parse("portable"), Some(KernelLevel::Portable));
+    assert_eq!(KernelLevel::parse("sse"), None);
+    // The cap compares levels in this order.
+    assert!(KernelLevel::Portable < KernelLevel::Avx2);
+    assert!(KernelLevel::Avx512Vnni < KernelLevel::Amx);
+}
