@@ -9,7 +9,7 @@ use phobos_quant::GgmlType;
 use super::{QActivations, float_weights, portable};
 
 /// Which micro-kernels run. All levels give bit-identical results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum KernelLevel {
     /// Plain Rust (the statement of the numerics).
     Portable,
@@ -19,22 +19,80 @@ pub enum KernelLevel {
     /// IQ4_NL, Q4_K, Q5_K and Q6_K, `vpdpbusd` on 256 bits for Q4_1/Q5_1,
     /// AVX2 for the other formats.
     Avx512Vnni,
+    /// [`KernelLevel::Avx512Vnni`] plus AMX-INT8 tiles for Q4_0, Q5_0, Q8_0
+    /// and IQ4_NL when a tile has at least [`AMX_MIN_ROWS`] activation
+    /// rows (fewer: the AVX-512 kernel).
+    Amx,
 }
 
-/// The best level this CPU supports, detected once.
+impl KernelLevel {
+    /// Whether this level runs the AVX-512 kernels.
+    fn has_512(self) -> bool {
+        matches!(self, KernelLevel::Avx512Vnni | KernelLevel::Amx)
+    }
+
+    /// The `PHOBOS_QMATMUL_LEVEL` spelling.
+    pub(super) fn parse(name: &str) -> Option<Self> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "portable" => Some(KernelLevel::Portable),
+            "avx2" => Some(KernelLevel::Avx2),
+            "avx512" | "avx512vnni" => Some(KernelLevel::Avx512Vnni),
+            "amx" => Some(KernelLevel::Amx),
+            _ => None,
+        }
+    }
+}
+
+/// Fewest activation rows in a tile for the AMX kernel: below it (decode of
+/// one to a few sequences) the AVX-512 kernel is far faster (a tile pass
+/// costs the same for 1 or 16 rows).
+pub const AMX_MIN_ROWS: usize = 4;
+
+/// The level to run, detected once: the best this CPU supports up to
+/// [`KernelLevel::Avx512Vnni`], or the level `PHOBOS_QMATMUL_LEVEL` names
+/// (`portable`, `avx2`, `avx512`, `amx`), capped at what the CPU supports.
+/// AMX is opt-in: on the Sapphire Rapids machine it was measured on, the
+/// lane-exact AMX kernel is slower than the AVX-512 one (BENCHMARKS.md).
 pub fn kernel_level() -> KernelLevel {
     static LEVEL: OnceLock<KernelLevel> = OnceLock::new();
     *LEVEL.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
-        if super::x86::has_vnni() {
-            return KernelLevel::Avx512Vnni;
+        let best = best_level();
+        let Ok(name) = std::env::var("PHOBOS_QMATMUL_LEVEL") else {
+            return best;
+        };
+        match KernelLevel::parse(&name) {
+            Some(KernelLevel::Amx) if level_supported(KernelLevel::Amx) => KernelLevel::Amx,
+            Some(requested) => {
+                if requested > best {
+                    tracing::warn!(
+                        ?requested, running = ?best,
+                        "PHOBOS_QMATMUL_LEVEL asks for a level this CPU (or kernel) lacks"
+                    );
+                }
+                requested.min(best)
+            }
+            None => {
+                tracing::warn!(
+                    value = %name, running = ?best,
+                    "PHOBOS_QMATMUL_LEVEL is not one of portable, avx2, avx512, amx; ignored"
+                );
+                best
+            }
         }
-        #[cfg(target_arch = "x86_64")]
-        if super::x86::has_avx2() {
-            return KernelLevel::Avx2;
-        }
-        KernelLevel::Portable
     })
+}
+
+/// The best level this CPU supports, AMX aside (opt-in).
+fn best_level() -> KernelLevel {
+    #[cfg(target_arch = "x86_64")]
+    if super::x86::has_vnni() {
+        return KernelLevel::Avx512Vnni;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if super::x86::has_avx2() {
+        return KernelLevel::Avx2;
+    }
+    KernelLevel::Portable
 }
 
 /// Whether `level` can run on this CPU.
@@ -45,8 +103,10 @@ pub(super) fn level_supported(level: KernelLevel) -> bool {
         KernelLevel::Avx2 => super::x86::has_avx2(),
         #[cfg(target_arch = "x86_64")]
         KernelLevel::Avx512Vnni => super::x86::has_vnni(),
+        #[cfg(target_arch = "x86_64")]
+        KernelLevel::Amx => super::x86::has_vnni() && super::x86::has_amx(),
         #[cfg(not(target_arch = "x86_64"))]
-        KernelLevel::Avx2 | KernelLevel::Avx512Vnni => false,
+        KernelLevel::Avx2 | KernelLevel::Avx512Vnni | KernelLevel::Amx => false,
     }
 }
 
@@ -92,7 +152,12 @@ pub(super) fn run_tile(
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if level == KernelLevel::Avx512Vnni {
+    if level == KernelLevel::Amx && m_range.len() >= AMX_MIN_ROWS && super::x86::has_q32_amx(w.ty) {
+        amx_tile(w, acts, n_range, m_range, store);
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if level.has_512() {
         if super::x86::has_q32_512(w.ty) {
             q32_512_tile(w, acts, n_range, m_range, store);
             return;
@@ -163,6 +228,46 @@ fn q32_512_tile(
             _ => go!(Q8_0),
         }
     });
+}
+
+/// The AMX tile for Q4_0/Q5_0/Q8_0/IQ4_NL (`x86/amx.rs`).
+#[cfg(target_arch = "x86_64")]
+fn amx_tile(
+    w: &Weights<'_>,
+    acts: &QActivations,
+    n_range: Range<usize>,
+    m_range: Range<usize>,
+    store: &mut impl FnMut(usize, usize, f32),
+) {
+    use super::x86::q32_tile_amx;
+    use GgmlType::*;
+    // A ragged last group costs a whole group's tile work: a short one
+    // (under half a group) runs faster on the AVX-512 kernel.
+    let tail = n_range.len() % 16;
+    let amx_end = if tail < 8 {
+        n_range.end - tail
+    } else {
+        n_range.end
+    };
+    if amx_end < n_range.end {
+        q32_512_tile(w, acts, amx_end..n_range.end, m_range.clone(), store);
+    }
+    let n_range = n_range.start..amx_end;
+    let (data, row_bytes) = (w.data, w.row_bytes);
+    // SAFETY: `run_tile` takes this path only at the AMX level, which the
+    // entry points accept only where `level_supported` (AVX-512 and a
+    // granted AMX); they checked every weight row against the activation
+    // rows' block count and the ranges against both operands.
+    unsafe {
+        match w.ty {
+            Q4_0 => q32_tile_amx::<{ Q4_0 as u32 }>(data, row_bytes, n_range, acts, m_range, store),
+            Q5_0 => q32_tile_amx::<{ Q5_0 as u32 }>(data, row_bytes, n_range, acts, m_range, store),
+            IQ4_NL => {
+                q32_tile_amx::<{ IQ4_NL as u32 }>(data, row_bytes, n_range, acts, m_range, store)
+            }
+            _ => q32_tile_amx::<{ Q8_0 as u32 }>(data, row_bytes, n_range, acts, m_range, store),
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -299,7 +404,7 @@ fn simd_rows<const W: usize, const R: usize>(
         use GgmlType::*;
         macro_rules! q {
             ($f:expr) => {
-                if level == KernelLevel::Avx512Vnni {
+                if level.has_512() {
                     q32_rows_vnni::<{ $f as u32 }, W, R>(w_rows, a_rows)
                 } else {
                     q32_rows_avx2::<{ $f as u32 }, W, R>(w_rows, a_rows)

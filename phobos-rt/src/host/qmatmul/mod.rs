@@ -17,6 +17,9 @@
 //! - [`qmatmul_host`]: the same behind a kernel's typed handle, as the
 //!   hand-written host path of `@host_impl(qmatmul_host)` kernels (the
 //!   engine's, in phobos-models `ops/matmul`).
+//! - [`kernel_level`]: the kernels that run (detected once, capped by
+//!   `PHOBOS_QMATMUL_LEVEL`); [`matmul_quantized_at`] runs one level
+//!   explicitly (benchmarks).
 //!
 //! # Numerics (what "ggml's numerics" means here)
 //!
@@ -47,6 +50,9 @@
 //!   ggml (whose order depends on its sgemm tiles): eight f32 lanes of FMAs
 //!   over the row, then the same horizontal sum.
 //!
+//! The AMX level (opt-in, `x86/amx.rs`) keeps these numerics: its tile
+//! products are the per-lane integer sums, never whole-block sums.
+//!
 //! The SIMD kernels (AVX2, AVX-512 VNNI) are bit-exact with the portable
 //! path; which one runs is picked once at run time. They differ from ggml
 //! only in how they get the same integers: the AVX-512 kernels put two
@@ -69,6 +75,8 @@ mod x86;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_amx;
+#[cfg(test)]
 mod tests_gemma;
 #[cfg(test)]
 mod tests_ggml;
@@ -78,8 +86,10 @@ pub use activations::{
 };
 pub use error::QMatmulError;
 pub use handle::{has_integer_kernel, qmatmul_host};
-pub use kernels::{KernelLevel, kernel_level};
-pub use schedule::{matmul, matmul_quantized, matmul_quantized_threaded, matmul_threaded};
+pub use kernels::{AMX_MIN_ROWS, KernelLevel, kernel_level};
+pub use schedule::{
+    matmul, matmul_quantized, matmul_quantized_at, matmul_quantized_threaded, matmul_threaded,
+};
 
 use phobos_quant::GgmlType;
 

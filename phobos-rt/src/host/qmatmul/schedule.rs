@@ -57,6 +57,18 @@ pub fn matmul_quantized_threaded(
     run(w, acts, out, true, kernel_level())
 }
 
+/// [`matmul_quantized`] at an explicit kernel level on the calling thread
+/// (benchmarks compare levels; all give the same bits). A level this CPU
+/// lacks runs the portable kernels.
+pub fn matmul_quantized_at(
+    level: KernelLevel,
+    w: &QMatrixRef<'_>,
+    acts: &QActivations,
+    out: &mut [f32],
+) -> Result<(), QMatmulError> {
+    run(w, acts, out, false, level)
+}
+
 /// The entry point at an explicit kernel level (tests compare levels).
 pub(super) fn run(
     w: &QMatrixRef<'_>,
@@ -132,6 +144,9 @@ fn split(
     } else {
         by_threads.min((TILE_WEIGHT_BYTES / row_bytes.max(1)).max(16))
     };
+    // Whole groups of 16 weight rows (the AMX kernel's A tile, four of the
+    // AVX-512 kernel's passes): only a matrix's last tile is ragged.
+    let n_tile = n_tile.next_multiple_of(16);
     let mut tiles = Vec::new();
     for m0 in (0..m_rows).step_by(M_TILE) {
         for n0 in (0..rows).step_by(n_tile) {

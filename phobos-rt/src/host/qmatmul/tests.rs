@@ -52,7 +52,7 @@ pub(super) fn floats(seed: u64, len: usize) -> Vec<f32> {
         .collect()
 }
 
-fn weight_bytes(ty: GgmlType, values: &[f32]) -> Vec<u8> {
+pub(super) fn weight_bytes(ty: GgmlType, values: &[f32]) -> Vec<u8> {
     let mut bytes = Vec::new();
     quantize(ty, values, &mut bytes).unwrap();
     bytes
@@ -60,7 +60,12 @@ fn weight_bytes(ty: GgmlType, values: &[f32]) -> Vec<u8> {
 
 /// Activations quantized with phobos-quant's reference quantizers (Q8_0 and
 /// Q8_1 there are ggml's reference C ones; the kernels take any valid q8).
-fn reference_acts(weight_ty: GgmlType, x: &[f32], m_rows: usize, cols: usize) -> QActivations {
+pub(super) fn reference_acts(
+    weight_ty: GgmlType,
+    x: &[f32],
+    m_rows: usize,
+    cols: usize,
+) -> QActivations {
     let ty = vec_dot_type(weight_ty).unwrap();
     if ty == GgmlType::F32 {
         return quantize_activations(weight_ty, x, m_rows, cols).unwrap();
@@ -185,7 +190,7 @@ fn reference_float_row(ty: GgmlType, w_row: &[u8], x: &[f32]) -> f32 {
     hsum8(acc)
 }
 
-fn reference_matmul(
+pub(super) fn reference_matmul(
     ty: GgmlType,
     w: &[u8],
     rows: usize,
@@ -209,7 +214,7 @@ fn reference_matmul(
     out
 }
 
-fn bits(v: &[f32]) -> Vec<u32> {
+pub(super) fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
@@ -236,6 +241,7 @@ pub(super) fn check_exact_on(
         KernelLevel::Portable,
         KernelLevel::Avx2,
         KernelLevel::Avx512Vnni,
+        KernelLevel::Amx,
     ] {
         for threaded in [false, true] {
             let mut out = vec![f32::NAN; m_rows * rows];

@@ -3,6 +3,7 @@
 //! four rows of a prompt batch. Integer sums are exact, so only the lane
 //! grouping and the FMA order (the same as the portable path's) matter.
 
+mod amx;
 mod floats;
 mod k_512;
 mod kquants;
@@ -10,6 +11,7 @@ mod legacy;
 mod q32_512;
 mod quantize;
 
+pub(super) use amx::{has_amx, has_q32_amx, q32_tile_amx};
 pub(super) use floats::row_dot_float_avx2;
 pub(super) use k_512::{has_k_512, k_rows_512};
 pub(super) use kquants::k_rows_avx2;

@@ -30,7 +30,7 @@ pub(in crate::host::qmatmul) const fn has_q32_512(ty: GgmlType) -> bool {
     )
 }
 
-const fn block_bytes(f: u32) -> usize {
+pub(in crate::host::qmatmul) const fn block_bytes(f: u32) -> usize {
     match f {
         Q4_0 | IQ4_NL => 18,
         Q5_0 => 22,
@@ -98,6 +98,28 @@ unsafe fn unpack_pair<const F: u32>(w0: *const u8, w1: *const u8) -> (__m512i, _
         let index = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
         let scales = _mm512_permutexvar_ps(index, _mm512_castps128_ps512(two));
         (levels, scales)
+    }
+}
+
+/// Blocks at `w0` and `w1` as signed levels (row `w0` in the low 256 bits),
+/// for the AMX kernel's weight tiles.
+///
+/// # Safety
+/// As [`unpack_pair`].
+#[inline(always)]
+pub(in crate::host::qmatmul) unsafe fn signed_pair<const F: u32>(
+    w0: *const u8,
+    w1: *const u8,
+) -> __m512i {
+    // SAFETY: the caller's contract is `unpack_pair`'s.
+    unsafe {
+        let (levels, _) = unpack_pair::<F>(w0, w1);
+        let offset = match F {
+            Q4_0 => 8,
+            Q5_0 => 16,
+            _ => 0x80u8 as i8,
+        };
+        _mm512_sub_epi8(levels, _mm512_set1_epi8(offset))
     }
 }
 
@@ -227,6 +249,6 @@ pub(in crate::host::qmatmul) fn q32_rows_512<const F: u32, const P: usize, const
 
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn high_half(x: __m512) -> __m256 {
+pub(super) fn high_half(x: __m512) -> __m256 {
     _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))
 }
