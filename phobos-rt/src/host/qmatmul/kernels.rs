@@ -135,7 +135,15 @@ pub(super) fn run_tile(
     store: &mut impl FnMut(usize, usize, f32),
 ) {
     let float = acts.ty() == GgmlType::F32;
-    let simd = level != KernelLevel::Portable && !(w.ty == GgmlType::IQ4_NL && single_row);
+    let iq4nl_single = w.ty == GgmlType::IQ4_NL && single_row;
+    #[cfg(target_arch = "x86_64")]
+    if iq4nl_single && !float && level >= KernelLevel::Avx512Vnni {
+        for m in m_range {
+            iq4nl_single_group(w, acts, m, n_range.clone(), store);
+        }
+        return;
+    }
+    let simd = level != KernelLevel::Portable && !iq4nl_single;
     // The row loop below runs one weight row against up to four activation
     // rows; one row at a time for decode.
     if float || !simd {
@@ -312,6 +320,50 @@ fn q32_512_group<const F: u32, const R: usize>(
                     for (r, &value) in values.iter().enumerate() {
                         store(m0 + r, n + half, value);
                     }
+                }
+                n = second + 1;
+            }
+        }
+    }
+}
+
+/// IQ4_NL times a single activation row (ggml's two-accumulator order),
+/// four weight rows per call.
+#[cfg(target_arch = "x86_64")]
+fn iq4nl_single_group(
+    w: &Weights<'_>,
+    acts: &QActivations,
+    m: usize,
+    n_range: Range<usize>,
+    store: &mut impl FnMut(usize, usize, f32),
+) {
+    use super::x86::{ActRow, iq4nl_single_512};
+    let act = ActRow {
+        blocks: acts.row_blocks(m),
+        scales: acts.row_scales(m),
+        neg_sums: acts.row_neg_lane_sums(m),
+    };
+    let mut n = n_range.start;
+    while n < n_range.end {
+        let left = n_range.end - n;
+        // SAFETY: as in `q32_512_group` (this path needs the AVX-512 VNNI
+        // level, which the entry points accept only where the CPU has it).
+        unsafe {
+            if left >= 4 {
+                let out = iq4nl_single_512::<2>(
+                    [[w.row(n), w.row(n + 1)], [w.row(n + 2), w.row(n + 3)]],
+                    act,
+                );
+                for (i, pair) in out.iter().enumerate() {
+                    store(m, n + 2 * i, pair[0]);
+                    store(m, n + 2 * i + 1, pair[1]);
+                }
+                n += 4;
+            } else {
+                let second = if left >= 2 { n + 1 } else { n };
+                let [pair] = iq4nl_single_512::<1>([[w.row(n), w.row(second)]], act);
+                for (half, &value) in pair.iter().enumerate().take(second - n + 1) {
+                    store(m, n + half, value);
                 }
                 n = second + 1;
             }

@@ -316,6 +316,15 @@ pub(super) fn block_32(
     }
 }
 
+/// IQ4_NL's single-row tail: the odd last block `w` (times Q8_0 block `a`)
+/// as one integer sum added to the reduced `sum` with one FMA.
+pub(super) fn iq4nl_add_tail(w: &[u8], a: &[u8], sum: f32) -> f32 {
+    let total: i32 = lanes_32(&levels_32(GgmlType::IQ4_NL, w), &a[2..34])
+        .iter()
+        .sum();
+    (f16_at(a, 0) * f16_at(w, 0)).mul_add(total as f32, sum)
+}
+
 /// One weight row (whole blocks of `ty`) times one quantized activation
 /// row (whole blocks of the partner type).
 pub(super) fn row_dot(ty: GgmlType, w_row: &[u8], a_row: &[u8], single_row: bool) -> f32 {
@@ -348,10 +357,7 @@ pub(super) fn row_dot(ty: GgmlType, w_row: &[u8], a_row: &[u8], single_row: bool
         let both: [f32; 8] = std::array::from_fn(|l| acc.lanes[l] + acc.lanes_odd[l]);
         let mut sum = hsum8(both);
         if paired < n_blocks {
-            let w = &w_row[paired * w_bytes..];
-            let a = &a_row[paired * a_bytes..];
-            let total: i32 = lanes_32(&levels_32(ty, w), &a[2..34]).iter().sum();
-            sum = (f16_at(a, 0) * f16_at(w, 0)).mul_add(total as f32, sum);
+            sum = iq4nl_add_tail(&w_row[paired * w_bytes..], &a_row[paired * a_bytes..], sum);
         }
         return sum;
     }

@@ -15,7 +15,7 @@ use std::arch::x86_64::*;
 use phobos_quant::GgmlType;
 
 use crate::host::qmatmul::activations::Q8_0_BYTES;
-use crate::host::qmatmul::portable::KVALUES_IQ4NL;
+use crate::host::qmatmul::portable::{KVALUES_IQ4NL, iq4nl_add_tail};
 
 const Q4_0: u32 = GgmlType::Q4_0 as u32;
 const Q5_0: u32 = GgmlType::Q5_0 as u32;
@@ -251,4 +251,70 @@ pub(in crate::host::qmatmul) fn q32_rows_512<const F: u32, const P: usize, const
 #[target_feature(enable = "avx512f")]
 pub(super) fn high_half(x: __m512) -> __m256 {
     _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))
+}
+
+/// IQ4_NL weight rows (as `P` pairs) times one activation row in ggml's
+/// single-row order: whole block pairs into two accumulators (even blocks,
+/// odd blocks), their lane-wise sum reduced, and an odd last block added
+/// after the reduction as one scalar FMA. Returns `[pair][half]`.
+///
+/// # Safety
+/// As [`q32_rows_512`].
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+#[allow(clippy::incompatible_msrv)]
+pub(in crate::host::qmatmul) fn iq4nl_single_512<const P: usize>(
+    w_rows: [[&[u8]; 2]; P],
+    act: ActRow<'_>,
+) -> [[f32; 2]; P] {
+    let w_bytes = block_bytes(IQ4_NL);
+    let mut n_blocks =
+        act.blocks.len() / Q8_0_BYTES.min(act.scales.len()).min(act.neg_sums.len() / 8);
+    for pair in &w_rows {
+        for row in pair {
+            n_blocks = n_blocks.min(row.len() / w_bytes);
+        }
+    }
+    let paired = n_blocks & !1;
+    // acc[p][parity]
+    let mut acc = [[_mm512_setzero_ps(); 2]; P];
+    for b in 0..paired {
+        // SAFETY: block `b < n_blocks` of every row and of the activation
+        // row and its extras; this function's features cover the helpers'.
+        let (a_levels, seed, a_scale) = unsafe {
+            let a = act.blocks.as_ptr().add(b * Q8_0_BYTES + 2);
+            (
+                _mm512_broadcast_i64x4(_mm256_loadu_si256(a.cast())),
+                offset_seed::<IQ4_NL>(act.neg_sums.as_ptr().add(8 * b)),
+                _mm512_set1_ps(*act.scales.as_ptr().add(b)),
+            )
+        };
+        for p in 0..P {
+            // SAFETY: as above.
+            let (levels, scales) = unsafe {
+                unpack_pair::<IQ4_NL>(
+                    w_rows[p][0].as_ptr().add(b * w_bytes),
+                    w_rows[p][1].as_ptr().add(b * w_bytes),
+                )
+            };
+            let lanes = _mm512_dpbusd_epi32(seed, levels, a_levels);
+            let d = _mm512_mul_ps(a_scale, scales);
+            let slot = &mut acc[p][b & 1];
+            *slot = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lanes), *slot);
+        }
+    }
+    let mut out = [[0.0f32; 2]; P];
+    for p in 0..P {
+        let both = _mm512_add_ps(acc[p][0], acc[p][1]);
+        out[p] = [
+            super::hsum8(_mm512_castps512_ps256(both)),
+            super::hsum8(high_half(both)),
+        ];
+        if paired < n_blocks {
+            let a = &act.blocks[paired * Q8_0_BYTES..];
+            for (half, row) in w_rows[p].iter().enumerate() {
+                out[p][half] = iq4nl_add_tail(&row[paired * w_bytes..], a, out[p][half]);
+            }
+        }
+    }
+    out
 }
