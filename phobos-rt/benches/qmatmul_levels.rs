@@ -1,5 +1,5 @@
 //! The 32-element quantized matmul (Q8_0, Q5_0, Q4_0, IQ4_NL weights x Q8_0
-//! activations) at the AVX-512 VNNI level next to the AMX level, one
+//! activations) at the AVX2, AVX-512 VNNI and AMX levels, one
 //! thread, on Gemma 3 270M shapes (gate/up 2048x640, a 16384-row slice of
 //! the 262144x640 output projection) over M = 1..512. Levels the CPU
 //! lacks run the portable kernels (the bench says which level runs).
@@ -52,7 +52,7 @@ fn levels(c: &mut Criterion) {
             let acts = quantize_activations(ty, &x, m_rows, cols).expect("activations quantize");
             let mut out = vec![0.0f32; m_rows * rows];
             group.throughput(Throughput::Elements((m_rows * rows * cols) as u64));
-            for level in [KernelLevel::Avx512Vnni, KernelLevel::Amx] {
+            for level in [KernelLevel::Avx2, KernelLevel::Avx512Vnni, KernelLevel::Amx] {
                 group.bench_with_input(
                     BenchmarkId::new(format!("{level:?}"), m_rows),
                     &m_rows,

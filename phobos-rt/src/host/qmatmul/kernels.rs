@@ -143,6 +143,13 @@ pub(super) fn run_tile(
         }
         return;
     }
+    #[cfg(target_arch = "x86_64")]
+    if iq4nl_single && !float && level == KernelLevel::Avx2 {
+        for m in m_range {
+            iq4nl_single_group_avx2(w, acts.row_blocks(m), m, n_range.clone(), store);
+        }
+        return;
+    }
     let simd = level != KernelLevel::Portable && !iq4nl_single;
     // The row loop below runs one weight row against up to four activation
     // rows; one row at a time for decode.
@@ -366,6 +373,36 @@ fn iq4nl_single_group(
                     store(m, n + half, value);
                 }
                 n = second + 1;
+            }
+        }
+    }
+}
+
+/// IQ4_NL times a single activation row on AVX2, two weight rows per call.
+#[cfg(target_arch = "x86_64")]
+fn iq4nl_single_group_avx2(
+    w: &Weights<'_>,
+    a_row: &[u8],
+    m: usize,
+    n_range: Range<usize>,
+    store: &mut impl FnMut(usize, usize, f32),
+) {
+    use super::x86::iq4nl_single_avx2;
+    let mut n = n_range.start;
+    while n < n_range.end {
+        // SAFETY: this path runs only at the AVX2 level, which the entry
+        // points accept only where the CPU has AVX2, FMA and F16C; they
+        // checked the activation row against the weight rows' blocks.
+        unsafe {
+            if n + 1 < n_range.end {
+                let [first, second] = iq4nl_single_avx2([w.row(n), w.row(n + 1)], a_row);
+                store(m, n, first);
+                store(m, n + 1, second);
+                n += 2;
+            } else {
+                let [value] = iq4nl_single_avx2([w.row(n)], a_row);
+                store(m, n, value);
+                n += 1;
             }
         }
     }

@@ -39,7 +39,7 @@ fn unpack<const F: u32>(w: &[u8]) -> __m256i {
 
 /// `W` weight rows of a 32-element format times `R` activation rows, the
 /// order of `portable::row_dot` with `single_row == false` (IQ4_NL's
-/// single-row order stays on the portable path). Returns `[w][r]`.
+/// single-row order is [`iq4nl_single_avx2`]). Returns `[w][r]`.
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C. `F` is the id of a 32-element
@@ -143,4 +143,54 @@ unsafe fn q32_body<const F: u32, const W: usize, const R: usize, const VNNI: boo
             })
         })
     }
+}
+
+/// IQ4_NL weight rows times one activation row in ggml's single-row order
+/// (`portable::row_dot` with `single_row`): whole block pairs into two
+/// accumulators, even blocks and odd blocks, reduced together, and an odd
+/// last block added after the reduction. Returns one value per weight row.
+///
+/// # Safety
+/// The CPU must support AVX2, FMA and F16C. The weight rows have equal
+/// length, and the activation row holds as many Q8_0 blocks (levels in
+/// -127..=127, so `maddubs`'s pair sums cannot saturate).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(in crate::host::qmatmul) fn iq4nl_single_avx2<const W: usize>(
+    w_rows: [&[u8]; W],
+    a_row: &[u8],
+) -> [f32; W] {
+    const IQ4_NL: u32 = GgmlType::IQ4_NL as u32;
+    const W_BYTES: usize = 18;
+    let a_bytes = crate::host::qmatmul::activations::Q8_0_BYTES;
+    let n_blocks = w_rows
+        .iter()
+        .map(|row| row.len() / W_BYTES)
+        .fold(a_row.len() / a_bytes, usize::min);
+    let paired = n_blocks & !1;
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = [[_mm256_setzero_ps(); 2]; W];
+    for b in 0..paired {
+        let a = &a_row[b * a_bytes..(b + 1) * a_bytes];
+        let aq = load32(&a[2..]);
+        let ad = f16_at(a, 0);
+        for (i, row) in w_rows.iter().enumerate() {
+            let w = &row[b * W_BYTES..(b + 1) * W_BYTES];
+            let levels = unpack::<IQ4_NL>(w);
+            let magnitude = _mm256_sign_epi8(levels, levels);
+            let signed = _mm256_sign_epi8(aq, levels);
+            let lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, signed), ones);
+            let d = _mm256_set1_ps(ad * f16_at(w, 0));
+            let slot = &mut acc[i][b & 1];
+            *slot = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), *slot);
+        }
+    }
+    std::array::from_fn(|i| {
+        let sum = hsum8(_mm256_add_ps(acc[i][0], acc[i][1]));
+        if paired < n_blocks {
+            let w = &w_rows[i][paired * W_BYTES..];
+            crate::host::qmatmul::portable::iq4nl_add_tail(w, &a_row[paired * a_bytes..], sum)
+        } else {
+            sum
+        }
+    })
 }
