@@ -79,6 +79,12 @@ pub trait DotElement: Num {
     /// The slice itself when `Self` is its own accumulator type (no copy).
     #[doc(hidden)]
     fn as_acc(values: &[Self]) -> Option<&[Self::Acc]>;
+    /// Appends `values` widened to `out`; `f16`/`bf16` use the CPU's
+    /// conversion instructions when it has them (F16C, AVX-512 BF16 shifts).
+    #[doc(hidden)]
+    fn widen_extend(values: &[Self], out: &mut Vec<Self::Acc>) {
+        out.extend(values.iter().map(|&v| v.widen()));
+    }
 }
 
 macro_rules! int_num {
@@ -289,9 +295,30 @@ dot_widened! {
     u8 => i32, i32::from;
     i16 => i32, i32::from;
     u16 => i32, i32::from;
-    f16 => f32, f16::to_f32;
-    bf16 => f32, bf16::to_f32;
 }
+
+macro_rules! dot_half {
+    ($($t:ty),*) => {$(
+        const _: () = assert!(matches!(
+            <$t as Element>::DTYPE.dot_result(),
+            Some(d) if d.same(<f32 as Element>::DTYPE)
+        ));
+        impl DotElement for $t {
+            type Acc = f32;
+            #[inline(always)]
+            fn widen(self) -> f32 { self.to_f32() }
+            fn as_acc(_: &[Self]) -> Option<&[f32]> { None }
+            fn widen_extend(values: &[Self], out: &mut Vec<f32>) {
+                use half::slice::HalfFloatSliceExt;
+                let start = out.len();
+                out.resize(start + values.len(), 0.0);
+                values.convert_to_f32_slice(&mut out[start..]);
+            }
+        }
+    )*};
+}
+
+dot_half!(f16, bf16);
 
 dot_self!(i32, u32, i64, f32, f64);
 

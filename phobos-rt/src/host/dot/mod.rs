@@ -11,7 +11,6 @@ mod kernel;
 
 use super::tile::{Tile, TileShape};
 use crate::{DotElement, Element, Error, Num, Result};
-use std::borrow::Cow;
 
 /// Accumulator types of contractions, with their matrix-multiply kernel.
 pub trait Accumulator: Num {
@@ -50,10 +49,40 @@ fn rank2<T: Element>(op: &'static str, t: &Tile<T>) -> Result<[usize; 2]> {
     }
 }
 
-fn widen<T: DotElement>(values: &[T]) -> Cow<'_, [T::Acc]> {
+/// An operand in the accumulator type: the input itself, or a widened copy
+/// on this thread's arena (handed back on drop, so a contraction of narrow
+/// types allocates nothing once warm).
+enum Widened<'a, A: Copy> {
+    Same(&'a [A]),
+    Copy(Vec<A>),
+}
+
+impl<A: Copy> std::ops::Deref for Widened<'_, A> {
+    type Target = [A];
+    fn deref(&self) -> &[A] {
+        match self {
+            Widened::Same(values) => values,
+            Widened::Copy(values) => values,
+        }
+    }
+}
+
+impl<A: Copy> Drop for Widened<'_, A> {
+    fn drop(&mut self) {
+        if let Widened::Copy(values) = self {
+            super::arena::give(std::mem::take(values));
+        }
+    }
+}
+
+fn widen<T: DotElement>(values: &[T]) -> Widened<'_, T::Acc> {
     match T::as_acc(values) {
-        Some(same) => Cow::Borrowed(same),
-        None => Cow::Owned(values.iter().map(|&x| x.widen()).collect()),
+        Some(same) => Widened::Same(same),
+        None => {
+            let mut out = super::arena::take(values.len());
+            T::widen_extend(values, &mut out);
+            Widened::Copy(out)
+        }
     }
 }
 

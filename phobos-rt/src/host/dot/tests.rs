@@ -205,3 +205,22 @@ proptest! {
         }
     }
 }
+
+/// The slice widening (F16C and friends when present) equals the
+/// per-element conversion on every 16-bit pattern (NaN stays NaN).
+#[test]
+fn half_slice_widening_equals_the_scalar_conversion() {
+    fn check<T: DotElement<Acc = f32>>(values: &[T]) {
+        let widened = widen(values);
+        assert_eq!(widened.len(), values.len());
+        for (&v, &w) in values.iter().zip(widened.iter()) {
+            let want = v.widen();
+            assert!(
+                w.to_bits() == want.to_bits() || (w.is_nan() && want.is_nan()),
+                "{want} widened to {w}"
+            );
+        }
+    }
+    check(&(0..=u16::MAX).map(f16::from_bits).collect::<Vec<_>>());
+    check(&(0..=u16::MAX).map(bf16::from_bits).collect::<Vec<_>>());
+}
