@@ -85,6 +85,12 @@ pub trait DotElement: Num {
     fn widen_extend(values: &[Self], out: &mut Vec<Self::Acc>) {
         out.extend(values.iter().map(|&v| v.widen()));
     }
+    /// The bytes of an 8-bit integer slice and whether they are signed, for
+    /// the byte-level contraction kernels; `None` for every other type.
+    #[doc(hidden)]
+    fn as_bytes(_values: &[Self]) -> Option<(&[u8], bool)> {
+        None
+    }
 }
 
 macro_rules! int_num {
@@ -291,11 +297,50 @@ macro_rules! dot_self {
 }
 
 dot_widened! {
-    i8 => i32, i32::from;
-    u8 => i32, i32::from;
     i16 => i32, i32::from;
     u16 => i32, i32::from;
 }
+
+impl DotElement for i8 {
+    type Acc = i32;
+    #[inline(always)]
+    fn widen(self) -> i32 {
+        i32::from(self)
+    }
+    fn as_acc(_: &[Self]) -> Option<&[i32]> {
+        None
+    }
+    fn as_bytes(values: &[i8]) -> Option<(&[u8], bool)> {
+        // SAFETY: `i8` and `u8` have the same size, alignment and validity
+        // (every bit pattern), so the slice reads as bytes.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), values.len()) };
+        Some((bytes, true))
+    }
+}
+
+impl DotElement for u8 {
+    type Acc = i32;
+    #[inline(always)]
+    fn widen(self) -> i32 {
+        i32::from(self)
+    }
+    fn as_acc(_: &[Self]) -> Option<&[i32]> {
+        None
+    }
+    fn as_bytes(values: &[u8]) -> Option<(&[u8], bool)> {
+        Some((values, false))
+    }
+}
+
+const _: () = assert!(matches!(
+    <i8 as Element>::DTYPE.dot_result(),
+    Some(d) if d.same(<i32 as Element>::DTYPE)
+));
+const _: () = assert!(matches!(
+    <u8 as Element>::DTYPE.dot_result(),
+    Some(d) if d.same(<i32 as Element>::DTYPE)
+));
 
 macro_rules! dot_half {
     ($($t:ty),*) => {$(

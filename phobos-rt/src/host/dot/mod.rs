@@ -7,6 +7,7 @@
 //! (AVX2+FMA when the CPU has it, which fuses each multiply-add as the GPU
 //! does; plain multiply then add otherwise).
 
+mod int8;
 mod kernel;
 
 use super::tile::{Tile, TileShape};
@@ -18,6 +19,11 @@ pub trait Accumulator: Num {
     /// `c.len() == m*n`, `a.len() == m*k`, `b.len() == k*n`.
     #[doc(hidden)]
     fn gemm_acc(c: &mut [Self], a: &[Self], b: &[Self], m: usize, k: usize, n: usize);
+    /// The slice as `i32`s when `Self` is `i32` (the 8-bit kernels' output).
+    #[doc(hidden)]
+    fn as_i32_mut(_values: &mut [Self]) -> Option<&mut [i32]> {
+        None
+    }
 }
 
 impl Accumulator for f32 {
@@ -36,7 +42,41 @@ macro_rules! generic_accumulator {
     )*};
 }
 
-generic_accumulator!(f64, i32, u32, i64);
+generic_accumulator!(f64, u32, i64);
+
+impl Accumulator for i32 {
+    fn gemm_acc(c: &mut [i32], a: &[i32], b: &[i32], m: usize, k: usize, n: usize) {
+        kernel::gemm_generic(c, a, b, m, k, n);
+    }
+    fn as_i32_mut(values: &mut [i32]) -> Option<&mut [i32]> {
+        Some(values)
+    }
+}
+
+/// `acc += a @ b` (or `a @ b^T`) through the 8-bit kernels when both
+/// operands are 8-bit integers and the CPU has them; false otherwise.
+fn gemm_bytes<T: DotElement>(
+    acc: &mut Tile<T::Acc>,
+    a: &Tile<T>,
+    b: &Tile<T>,
+    layout: int8::BLayout,
+    mkn: (usize, usize, usize),
+) -> bool {
+    let (Some((a8, signed)), Some((b8, _))) =
+        (T::as_bytes(a.as_slice()), T::as_bytes(b.as_slice()))
+    else {
+        return false;
+    };
+    let Some(c) = T::Acc::as_i32_mut(acc.as_mut_slice()) else {
+        return false;
+    };
+    let bytes = if signed {
+        int8::Bytes::Signed
+    } else {
+        int8::Bytes::Unsigned
+    };
+    int8::gemm_bytes(c, a8, b8, (bytes, layout), mkn)
+}
 
 fn rank2<T: Element>(op: &'static str, t: &Tile<T>) -> Result<[usize; 2]> {
     match *t.shape() {
@@ -99,6 +139,9 @@ pub fn dot_acc<T: DotElement>(acc: &mut Tile<T::Acc>, a: &Tile<T>, b: &Tile<T>) 
         });
     }
     check_acc("dot", acc, m, n)?;
+    if gemm_bytes(acc, a, b, int8::BLayout::KN, (m, k, n)) {
+        return Ok(());
+    }
     let (a, b) = (widen(a.as_slice()), widen(b.as_slice()));
     T::Acc::gemm_acc(acc.as_mut_slice(), &a, &b, m, k, n);
     Ok(())
@@ -117,6 +160,9 @@ pub fn dot_t_acc<T: DotElement>(acc: &mut Tile<T::Acc>, a: &Tile<T>, b: &Tile<T>
         });
     }
     check_acc("dot_t", acc, m, n)?;
+    if gemm_bytes(acc, a, b, int8::BLayout::NK, (m, k, n)) {
+        return Ok(());
+    }
     let a = widen(a.as_slice());
     // Transposing b costs N*K moves against M*N*K multiply-adds.
     let bs = b.as_slice();
