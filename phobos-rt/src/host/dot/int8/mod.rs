@@ -1,5 +1,6 @@
 //! 8-bit integer contractions (`i8 x i8` and `u8 x u8`, accumulating
-//! wrapping `i32`) on AVX-512 VNNI.
+//! wrapping `i32`) on AVX-512 VNNI, and on AVX2 through `i16` pairs
+//! ([`pairs`]).
 //!
 //! `vpdpbusd` multiplies unsigned bytes by signed bytes, four along `k`
 //! per `i32` lane. Both sign cases reduce to it by flipping the top bit of
@@ -31,8 +32,11 @@ pub(crate) enum BLayout {
     NK,
 }
 
+mod pairs;
+
 /// `c[M,N] += a[M,K] @ B` with wrapping `i32` sums, the operands given as
-/// their bytes; false (and `c` untouched) when the CPU lacks AVX-512 VNNI.
+/// their bytes; false (and `c` untouched) when the CPU has neither AVX-512
+/// VNNI nor AVX2.
 pub(crate) fn gemm_bytes(
     c: &mut [i32],
     a: &[u8],
@@ -50,6 +54,14 @@ pub(crate) fn gemm_bytes(
             }
             // SAFETY: the CPU supports the features the function is compiled for.
             unsafe { x86::gemm_vnni(c, a, b, (bytes, layout), (m, k, n)) };
+            return true;
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            if m == 0 || n == 0 || k == 0 {
+                return true;
+            }
+            // SAFETY: as above.
+            unsafe { pairs::gemm_pairs(c, a, b, (bytes, layout), (m, k, n)) };
             return true;
         }
     }
@@ -279,7 +291,7 @@ mod tests {
         /// Equal to the widened loop bit for bit, ragged shapes, extreme
         /// bytes (-128, 255) and wrapping starting values included.
         #[test]
-        fn vnni_equals_the_widened_loop(
+        fn byte_kernels_equal_the_widened_loop(
             (m, k, n) in (1usize..20, 1usize..70, 1usize..70),
             seed in any::<u64>(),
             signed in any::<bool>(),
@@ -299,7 +311,14 @@ mod tests {
             plain(&a, &b, kind, (m, k, n), &mut want);
             let mut got = start.clone();
             if gemm_bytes(&mut got, &a, &b, kind, (m, k, n)) {
-                prop_assert_eq!(got, want);
+                prop_assert_eq!(&got, &want);
+            }
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                let mut got = start.clone();
+                // SAFETY: AVX2 detected just above.
+                unsafe { pairs::gemm_pairs(&mut got, &a, &b, kind, (m, k, n)) };
+                prop_assert_eq!(&got, &want, "AVX2 pairs");
             }
         }
     }
