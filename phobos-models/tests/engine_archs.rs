@@ -127,6 +127,28 @@ fn f16_bytes(values: &[f16]) -> Vec<u8> {
 /// Skeleton + vocab tokenizer keys + generated embedding, as one GGUF;
 /// `drop_tensor` leaves one tensor out. `None` when the vocab file is absent.
 fn build_gguf(arch: &str, drop_tensor: Option<&str>) -> Option<(Gguf, Golden)> {
+    build_gguf_with(arch, drop_tensor, QkvLayout::AsCommitted)
+}
+
+/// How [`build_gguf_with`] writes each attention layer's Q/K/V tensors.
+#[derive(Clone, Copy, PartialEq)]
+enum QkvLayout {
+    /// As the skeleton has them.
+    AsCommitted,
+    /// `attn_q`, `attn_k`, `attn_v` (weights and biases), all as F32 (the
+    /// skeleton mixes formats within a triple, which one tensor cannot).
+    SeparateF32,
+    /// The same F32 values as one `attn_qkv` weight and bias, the three
+    /// matrices' rows in order (`convert_hf_to_gguf.py --fuse-qkv`).
+    FusedF32,
+}
+
+/// [`build_gguf`] with the Q/K/V tensors written as `qkv` says.
+fn build_gguf_with(
+    arch: &str,
+    drop_tensor: Option<&str>,
+    qkv: QkvLayout,
+) -> Option<(Gguf, Golden)> {
     let golden = golden(arch);
     let skeleton = Gguf::open(golden_dir().join(format!("{arch}.skeleton.gguf"))).unwrap();
     let vocab_name = skeleton.get_str("phobos.test.vocab").unwrap().to_owned();
@@ -204,16 +226,90 @@ fn build_gguf(arch: &str, drop_tensor: Option<&str>) -> Option<(Gguf, Golden)> {
             f16_bytes(&out),
         );
     }
+    let groups = if qkv == QkvLayout::AsCommitted {
+        Vec::new()
+    } else {
+        qkv_groups(&skeleton)
+    };
+    let f32_bytes = |name: &str| -> Vec<u8> {
+        let values = skeleton.dequantize_tensor(name).unwrap();
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    };
     for view in skeleton.tensor_views() {
-        add(
-            &mut w,
-            &view.info.name,
-            view.info.ty,
-            &view.info.dims,
-            view.data.to_vec(),
-        );
+        let name = view.info.name.as_str();
+        let Some(group) = groups.iter().find(|g| g.parts.iter().any(|p| p == name)) else {
+            add(
+                &mut w,
+                name,
+                view.info.ty,
+                &view.info.dims,
+                view.data.to_vec(),
+            );
+            continue;
+        };
+        match qkv {
+            QkvLayout::FusedF32 if group.parts[0] == name => {
+                let data = group
+                    .parts
+                    .iter()
+                    .flat_map(|part| f32_bytes(part))
+                    .collect();
+                add(
+                    &mut w,
+                    &group.fused_name,
+                    GgmlType::F32,
+                    &group.fused_dims,
+                    data,
+                );
+            }
+            QkvLayout::FusedF32 => {}
+            _ => add(
+                &mut w,
+                name,
+                GgmlType::F32,
+                &view.info.dims,
+                f32_bytes(name),
+            ),
+        }
     }
     Some((Gguf::from_vec(w.to_bytes()).unwrap(), golden))
+}
+
+/// One layer's `attn_{q,k,v}.{weight,bias}` triple and the `attn_qkv`
+/// tensor that replaces it when fused.
+struct QkvGroup {
+    parts: [String; 3],
+    fused_name: String,
+    fused_dims: Vec<u64>,
+}
+
+fn qkv_groups(skeleton: &Gguf) -> Vec<QkvGroup> {
+    let mut groups = Vec::new();
+    for info in skeleton.tensors() {
+        let Some((block, kind)) = [".weight", ".bias"].iter().find_map(|kind| {
+            let block = info.name.strip_suffix(&format!(".attn_q{kind}"))?;
+            Some((block, kind))
+        }) else {
+            continue;
+        };
+        let parts = ["attn_q", "attn_k", "attn_v"].map(|t| format!("{block}.{t}{kind}"));
+        let infos: Vec<_> = parts
+            .iter()
+            .filter_map(|p| skeleton.tensor_info(p))
+            .collect();
+        if infos.len() != 3 {
+            continue;
+        }
+        let mut fused_dims = info.dims.clone();
+        let last = fused_dims.len() - 1;
+        fused_dims[last] = infos.iter().map(|i| i.dims[last]).sum();
+        groups.push(QkvGroup {
+            parts,
+            fused_name: format!("{block}.attn_qkv{kind}"),
+            fused_dims,
+        });
+    }
+    groups
 }
 
 fn load(arch: &str) -> Option<(Arc<Model>, Golden)> {
@@ -707,4 +803,36 @@ fn per_layer_metadata_arrays_are_read_per_layer() {
         err.contains("gemma3.attention.head_count") && err.contains("3 entries"),
         "{err}"
     );
+}
+
+/// A model whose Q/K/V projections are one fused `attn_qkv` tensor (and
+/// bias) gives the logits of the same weights written as three tensors,
+/// bit for bit, in every architecture with such layers.
+#[test]
+fn fused_qkv_tensors_give_the_separate_tensors_logits() {
+    for arch in ARCHES {
+        let (Some((separate, golden)), Some((fused, _))) = (
+            build_gguf_with(arch, None, QkvLayout::SeparateF32),
+            build_gguf_with(arch, None, QkvLayout::FusedF32),
+        ) else {
+            return;
+        };
+        let count_qkv = |gguf: &Gguf| {
+            gguf.tensors()
+                .iter()
+                .filter(|info| info.name.ends_with(".attn_qkv.weight"))
+                .count()
+        };
+        let (n_separate, n_fused) = (count_qkv(&separate), count_qkv(&fused));
+        assert!(n_fused > n_separate, "{arch}: no attention layer was fused");
+        let separate = Model::from_gguf(separate, LoadOptions::default()).unwrap();
+        let fused = Model::from_gguf(fused, LoadOptions::default()).unwrap();
+        let tokens = &golden.prompts[0].ids;
+        let (a, b) = (all_logits(&separate, tokens), all_logits(&fused, tokens));
+        assert_eq!(a.len(), b.len());
+        assert!(
+            a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
+            "{arch}: fused attn_qkv changed the logits"
+        );
+    }
 }

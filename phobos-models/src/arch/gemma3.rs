@@ -18,7 +18,7 @@ use super::attend::{SeqSlot, add_in_place, attend};
 use super::hparams::Meta;
 use super::{Architecture, ModelShape};
 use crate::engine::Result;
-use crate::engine::weights::{Linear, load_vector};
+use crate::engine::weights::{Linear, load_qkv, load_vector};
 use crate::gguf::Gguf;
 use crate::ops::activation::geglu_in_place;
 use crate::ops::attention::AttentionShape;
@@ -128,13 +128,14 @@ impl Gemma3 {
                     Some(flags) => flags[il],
                     None => pattern == 0 || il % pattern < pattern - 1,
                 };
+                let [q, k, v] = load_qkv(gguf, il, n_embd, [q_width, kv_width, kv_width])?;
                 Ok(Layer {
                     n_head,
                     n_head_kv,
                     attn_norm: load_vector(gguf, &name("attn_norm"), n_embd)?,
-                    q: Linear::load(gguf, &name("attn_q"), n_embd, q_width)?,
-                    k: Linear::load(gguf, &name("attn_k"), n_embd, kv_width)?,
-                    v: Linear::load(gguf, &name("attn_v"), n_embd, kv_width)?,
+                    q,
+                    k,
+                    v,
                     q_norm: load_vector(gguf, &name("attn_q_norm"), head_dim)?,
                     k_norm: load_vector(gguf, &name("attn_k_norm"), head_dim)?,
                     out: Linear::load(gguf, &name("attn_output"), q_width, n_embd)?,

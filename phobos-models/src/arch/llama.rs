@@ -27,7 +27,9 @@ use super::experts::MoeFfn;
 use super::hparams::Meta;
 use super::{Architecture, ModelShape};
 use crate::engine::Result;
-use crate::engine::weights::{Linear, load_vector, load_vector_optional};
+use crate::engine::weights::{
+    Linear, load_qkv, load_qkv_biases, load_vector, load_vector_optional,
+};
 use crate::gguf::Gguf;
 use crate::ops::activation::swiglu_in_place;
 use crate::ops::attention::AttentionShape;
@@ -176,16 +178,19 @@ impl LlamaLike {
                         Ok(None)
                     }
                 };
+                let widths = [q_width, k_width, v_width];
+                let [q, k, v] = load_qkv(gguf, il, n_embd, widths)?;
+                let [q_bias, k_bias, v_bias] = load_qkv_biases(gguf, il, widths)?;
                 Ok(Layer {
                     n_head,
                     n_head_kv,
                     attn_norm: load_vector(gguf, &name("attn_norm"), n_embd)?,
-                    q: Linear::load(gguf, &name("attn_q"), n_embd, q_width)?,
-                    k: Linear::load(gguf, &name("attn_k"), n_embd, k_width)?,
-                    v: Linear::load(gguf, &name("attn_v"), n_embd, v_width)?,
-                    q_bias: bias("attn_q", q_width)?,
-                    k_bias: bias("attn_k", k_width)?,
-                    v_bias: bias("attn_v", v_width)?,
+                    q,
+                    k,
+                    v,
+                    q_bias,
+                    k_bias,
+                    v_bias,
                     q_norm: head_norm("attn_q_norm")?,
                     k_norm: head_norm("attn_k_norm")?,
                     out: Linear::load(gguf, &name("attn_output"), n_head * head_dim_v, n_embd)?,

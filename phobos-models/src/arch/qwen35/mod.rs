@@ -38,7 +38,7 @@ use super::attend::{SeqSlot, add_in_place, attend};
 use super::experts::MoeFfn;
 use super::hparams::{Meta, uniform};
 use super::{Architecture, ModelShape};
-use crate::engine::weights::{Linear, load_vector};
+use crate::engine::weights::{Linear, load_qkv, load_vector};
 use crate::engine::{EngineError, Result};
 use crate::gguf::Gguf;
 use crate::ops::activation::swiglu_in_place;
@@ -226,12 +226,14 @@ impl Qwen35 {
                     }
                     let q_width = n_head * head_dim;
                     let kv_width = n_head_kv * head_dim;
+                    let [q_gate, k, v] =
+                        load_qkv(gguf, il, n_embd, [2 * q_width, kv_width, kv_width])?;
                     Mixer::Full(FullAttention {
                         n_head,
                         n_head_kv,
-                        q_gate: Linear::load(gguf, &name("attn_q"), n_embd, 2 * q_width)?,
-                        k: Linear::load(gguf, &name("attn_k"), n_embd, kv_width)?,
-                        v: Linear::load(gguf, &name("attn_v"), n_embd, kv_width)?,
+                        q_gate,
+                        k,
+                        v,
                         q_norm: load_vector(gguf, &name("attn_q_norm"), head_dim)?,
                         k_norm: load_vector(gguf, &name("attn_k_norm"), head_dim)?,
                         out: Linear::load(gguf, &name("attn_output"), q_width, n_embd)?,
