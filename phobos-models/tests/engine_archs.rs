@@ -130,20 +130,24 @@ fn build_gguf(arch: &str, drop_tensor: Option<&str>) -> Option<(Gguf, Golden)> {
     build_gguf_with(arch, drop_tensor, QkvLayout::AsCommitted)
 }
 
-/// How [`build_gguf_with`] writes each attention layer's Q/K/V tensors.
+/// How [`build_gguf_with`] writes the tensors a converter may fuse: each
+/// attention layer's Q/K/V and each MoE layer's gate and up experts.
 #[derive(Clone, Copy, PartialEq)]
 enum QkvLayout {
     /// As the skeleton has them.
     AsCommitted,
-    /// `attn_q`, `attn_k`, `attn_v` (weights and biases), all as F32 (the
-    /// skeleton mixes formats within a triple, which one tensor cannot).
+    /// `attn_q`, `attn_k`, `attn_v` (weights and biases) and
+    /// `ffn_gate_exps`, `ffn_up_exps`, all as F32 (the skeleton mixes
+    /// formats within a group, which one tensor cannot).
     SeparateF32,
-    /// The same F32 values as one `attn_qkv` weight and bias, the three
-    /// matrices' rows in order (`convert_hf_to_gguf.py --fuse-qkv`).
+    /// The same F32 values as one `attn_qkv` weight and bias (the three
+    /// matrices' rows in order, `convert_hf_to_gguf.py --fuse-qkv`) and one
+    /// `ffn_gate_up_exps` (each expert's gate rows then its up rows,
+    /// `--fuse-gate-up-exps`).
     FusedF32,
 }
 
-/// [`build_gguf`] with the Q/K/V tensors written as `qkv` says.
+/// [`build_gguf`] with the fusable tensors written as `qkv` says.
 fn build_gguf_with(
     arch: &str,
     drop_tensor: Option<&str>,
@@ -229,12 +233,9 @@ fn build_gguf_with(
     let groups = if qkv == QkvLayout::AsCommitted {
         Vec::new()
     } else {
-        qkv_groups(&skeleton)
+        fusable_groups(&skeleton)
     };
-    let f32_bytes = |name: &str| -> Vec<u8> {
-        let values = skeleton.dequantize_tensor(name).unwrap();
-        values.iter().flat_map(|v| v.to_le_bytes()).collect()
-    };
+    let f32_values = |name: &str| skeleton.dequantize_tensor(name).unwrap();
     for view in skeleton.tensor_views() {
         let name = view.info.name.as_str();
         let Some(group) = groups.iter().find(|g| g.parts.iter().any(|p| p == name)) else {
@@ -249,11 +250,17 @@ fn build_gguf_with(
         };
         match qkv {
             QkvLayout::FusedF32 if group.parts[0] == name => {
-                let data = group
-                    .parts
-                    .iter()
-                    .flat_map(|part| f32_bytes(part))
-                    .collect();
+                // Per outermost index (expert), each part's rows in order.
+                let parts: Vec<Vec<f32>> = group.parts.iter().map(|p| f32_values(p)).collect();
+                let mut data = Vec::new();
+                for outer in 0..group.outer {
+                    for part in &parts {
+                        let len = part.len() / group.outer;
+                        for v in &part[outer * len..(outer + 1) * len] {
+                            data.extend_from_slice(&v.to_le_bytes());
+                        }
+                    }
+                }
                 add(
                     &mut w,
                     &group.fused_name,
@@ -263,51 +270,76 @@ fn build_gguf_with(
                 );
             }
             QkvLayout::FusedF32 => {}
-            _ => add(
-                &mut w,
-                name,
-                GgmlType::F32,
-                &view.info.dims,
-                f32_bytes(name),
-            ),
+            _ => {
+                let data = f32_values(name)
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect();
+                add(&mut w, name, GgmlType::F32, &view.info.dims, data);
+            }
         }
     }
     Some((Gguf::from_vec(w.to_bytes()).unwrap(), golden))
 }
 
-/// One layer's `attn_{q,k,v}.{weight,bias}` triple and the `attn_qkv`
-/// tensor that replaces it when fused.
-struct QkvGroup {
-    parts: [String; 3],
+/// Tensors a converter may write as one, and the tensor that replaces
+/// them: its parts are concatenated along the second ggml dim, per index
+/// of the third (`outer`: the expert; 1 for a matrix or vector).
+struct FusedGroup {
+    parts: Vec<String>,
     fused_name: String,
     fused_dims: Vec<u64>,
+    outer: usize,
 }
 
-fn qkv_groups(skeleton: &Gguf) -> Vec<QkvGroup> {
+/// Every layer's `attn_{q,k,v}.{weight,bias}` and
+/// `ffn_{gate,up}_exps.weight` groups.
+fn fusable_groups(skeleton: &Gguf) -> Vec<FusedGroup> {
+    const KINDS: [(&str, &[&str], &str); 3] = [
+        (
+            "attn_q.weight",
+            &["attn_q", "attn_k", "attn_v"],
+            "attn_qkv.weight",
+        ),
+        (
+            "attn_q.bias",
+            &["attn_q", "attn_k", "attn_v"],
+            "attn_qkv.bias",
+        ),
+        (
+            "ffn_gate_exps.weight",
+            &["ffn_gate_exps", "ffn_up_exps"],
+            "ffn_gate_up_exps.weight",
+        ),
+    ];
     let mut groups = Vec::new();
     for info in skeleton.tensors() {
-        let Some((block, kind)) = [".weight", ".bias"].iter().find_map(|kind| {
-            let block = info.name.strip_suffix(&format!(".attn_q{kind}"))?;
-            Some((block, kind))
-        }) else {
-            continue;
-        };
-        let parts = ["attn_q", "attn_k", "attn_v"].map(|t| format!("{block}.{t}{kind}"));
-        let infos: Vec<_> = parts
-            .iter()
-            .filter_map(|p| skeleton.tensor_info(p))
-            .collect();
-        if infos.len() != 3 {
-            continue;
+        for (first, members, fused) in KINDS {
+            let Some(block) = info.name.strip_suffix(first) else {
+                continue;
+            };
+            let suffix = first.split_once('.').map_or("", |(_, kind)| kind);
+            let parts: Vec<String> = members
+                .iter()
+                .map(|t| format!("{block}{t}.{suffix}"))
+                .collect();
+            let infos: Vec<_> = parts
+                .iter()
+                .filter_map(|p| skeleton.tensor_info(p))
+                .collect();
+            if infos.len() != parts.len() {
+                continue;
+            }
+            let mut fused_dims = info.dims.clone();
+            let row_dim = fused_dims.len().min(2) - 1;
+            fused_dims[row_dim] = infos.iter().map(|i| i.dims[row_dim]).sum();
+            groups.push(FusedGroup {
+                parts,
+                fused_name: format!("{block}{fused}"),
+                outer: info.dims.get(2).map_or(1, |&e| e as usize),
+                fused_dims,
+            });
         }
-        let mut fused_dims = info.dims.clone();
-        let last = fused_dims.len() - 1;
-        fused_dims[last] = infos.iter().map(|i| i.dims[last]).sum();
-        groups.push(QkvGroup {
-            parts,
-            fused_name: format!("{block}.attn_qkv{kind}"),
-            fused_dims,
-        });
     }
     groups
 }
@@ -806,10 +838,11 @@ fn per_layer_metadata_arrays_are_read_per_layer() {
 }
 
 /// A model whose Q/K/V projections are one fused `attn_qkv` tensor (and
-/// bias) gives the logits of the same weights written as three tensors,
-/// bit for bit, in every architecture with such layers.
+/// bias), and whose MoE gate and up experts are one `ffn_gate_up_exps`,
+/// gives the logits of the same weights written as separate tensors, bit
+/// for bit, in every architecture.
 #[test]
-fn fused_qkv_tensors_give_the_separate_tensors_logits() {
+fn fused_tensors_give_the_separate_tensors_logits() {
     for arch in ARCHES {
         let (Some((separate, golden)), Some((fused, _))) = (
             build_gguf_with(arch, None, QkvLayout::SeparateF32),
@@ -817,14 +850,18 @@ fn fused_qkv_tensors_give_the_separate_tensors_logits() {
         ) else {
             return;
         };
-        let count_qkv = |gguf: &Gguf| {
+        let count = |gguf: &Gguf, suffix: &str| {
             gguf.tensors()
                 .iter()
-                .filter(|info| info.name.ends_with(".attn_qkv.weight"))
+                .filter(|info| info.name.ends_with(suffix))
                 .count()
         };
-        let (n_separate, n_fused) = (count_qkv(&separate), count_qkv(&fused));
-        assert!(n_fused > n_separate, "{arch}: no attention layer was fused");
+        assert!(
+            count(&fused, ".attn_qkv.weight") > count(&separate, ".attn_qkv.weight"),
+            "{arch}: no attention layer was fused"
+        );
+        let moe = count(&separate, ".ffn_gate_exps.weight");
+        assert_eq!(count(&fused, ".ffn_gate_up_exps.weight"), moe, "{arch}");
         let separate = Model::from_gguf(separate, LoadOptions::default()).unwrap();
         let fused = Model::from_gguf(fused, LoadOptions::default()).unwrap();
         let tokens = &golden.prompts[0].ids;
@@ -832,7 +869,7 @@ fn fused_qkv_tensors_give_the_separate_tensors_logits() {
         assert_eq!(a.len(), b.len());
         assert!(
             a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
-            "{arch}: fused attn_qkv changed the logits"
+            "{arch}: fused tensors changed the logits"
         );
     }
 }

@@ -15,6 +15,10 @@ pub(crate) struct ExpertLinear {
     rows: usize,
     cols: usize,
     info: TensorInfo,
+    /// Rows per expert in the tensor and the first that is this matrix
+    /// (`rows` and 0 unless it is a part of `ffn_gate_up_exps`).
+    expert_rows: usize,
+    first_row: usize,
 }
 
 impl ExpertLinear {
@@ -51,7 +55,32 @@ impl ExpertLinear {
             rows,
             cols,
             info: info.clone(),
+            expert_rows: rows,
+            first_row: 0,
         })
+    }
+
+    /// The gate and up experts from the fused `name` (ggml dims `[cols,
+    /// 2 * rows, n_expert]`: each expert's gate rows, then its up rows, as
+    /// `convert_hf_to_gguf.py --fuse-gate-up-exps` writes); `None` when the
+    /// file has no tensor `name`.
+    pub fn load_gate_up(
+        gguf: &Gguf,
+        name: &str,
+        cols: usize,
+        rows: usize,
+        n_expert: usize,
+    ) -> Result<Option<[ExpertLinear; 2]>> {
+        if gguf.tensor_info(name).is_none() {
+            return Ok(None);
+        }
+        let whole = ExpertLinear::load(gguf, name, cols, 2 * rows, n_expert)?;
+        let part = |first_row| ExpertLinear {
+            rows,
+            first_row,
+            ..whole.clone()
+        };
+        Ok(Some([part(0), part(rows)]))
     }
 
     pub fn view<'g>(&self, gguf: &'g Gguf) -> ExpertsRef<'g> {
@@ -61,6 +90,8 @@ impl ExpertLinear {
             rows: self.rows,
             cols: self.cols,
             data: gguf.tensor_data(&self.info),
+            expert_rows: self.expert_rows,
+            first_row: self.first_row,
         }
     }
 }
@@ -75,7 +106,8 @@ pub(crate) struct MoeFfn {
 }
 
 impl MoeFfn {
-    /// Loads `blk.{il}.ffn_{gate_inp,gate_exps,up_exps,down_exps}.weight`.
+    /// Loads `blk.{il}.ffn_{gate_inp,gate_exps,up_exps,down_exps}.weight`
+    /// (or `ffn_gate_up_exps` for the gate and up experts when present).
     pub fn load(
         gguf: &Gguf,
         il: usize,
@@ -85,10 +117,24 @@ impl MoeFfn {
         routing: Routing,
     ) -> Result<MoeFfn> {
         let name = |t: &str| format!("blk.{il}.{t}.weight");
+        let fused = ExpertLinear::load_gate_up(
+            gguf,
+            &name("ffn_gate_up_exps"),
+            n_embd,
+            n_ff_exp,
+            n_expert,
+        )?;
+        let [gate, up] = match fused {
+            Some(parts) => parts,
+            None => [
+                ExpertLinear::load(gguf, &name("ffn_gate_exps"), n_embd, n_ff_exp, n_expert)?,
+                ExpertLinear::load(gguf, &name("ffn_up_exps"), n_embd, n_ff_exp, n_expert)?,
+            ],
+        };
         Ok(MoeFfn {
             router: Linear::load(gguf, &name("ffn_gate_inp"), n_embd, n_expert)?,
-            gate: ExpertLinear::load(gguf, &name("ffn_gate_exps"), n_embd, n_ff_exp, n_expert)?,
-            up: ExpertLinear::load(gguf, &name("ffn_up_exps"), n_embd, n_ff_exp, n_expert)?,
+            gate,
+            up,
             down: ExpertLinear::load(gguf, &name("ffn_down_exps"), n_ff_exp, n_embd, n_expert)?,
             routing,
         })

@@ -22,6 +22,12 @@ pub struct ExpertsRef<'a> {
     pub rows: usize,
     pub cols: usize,
     pub data: &'a [u8],
+    /// Rows each expert has in `data`: `rows`, or more when these matrices
+    /// are a part of a fused tensor (`ffn_gate_up_exps` holds each expert's
+    /// gate rows, then its up rows).
+    pub expert_rows: usize,
+    /// The first of each expert's rows that belongs to these matrices.
+    pub first_row: usize,
 }
 
 impl<'a> ExpertsRef<'a> {
@@ -33,8 +39,14 @@ impl<'a> ExpertsRef<'a> {
             cols: self.cols,
             data: &[],
         };
-        let n_bytes = whole.row_bytes()? * self.rows;
-        let data = self.data.get(e * n_bytes..(e + 1) * n_bytes)?;
+        let row_bytes = whole.row_bytes()?;
+        let first = e
+            .checked_mul(self.expert_rows)?
+            .checked_add(self.first_row)?;
+        let data = self
+            .data
+            .get(first.checked_mul(row_bytes)?..)?
+            .get(..self.rows * row_bytes)?;
         Some(QMatrixRef { data, ..whole })
     }
 }
@@ -180,6 +192,8 @@ mod tests {
             rows,
             cols,
             data,
+            expert_rows: rows,
+            first_row: 0,
         }
     }
 
@@ -266,6 +280,8 @@ mod tests {
             rows: 1,
             cols: 8,
             data: &short,
+            expert_rows: 1,
+            first_row: 0,
         };
         let weights = MoeWeights {
             router: QMatrixRef {
