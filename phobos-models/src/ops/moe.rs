@@ -8,6 +8,10 @@
 //! smallest normal, as ggml does) and scaled. Expert outputs are summed in
 //! the order of the selection (largest weight first), as ggml adds them.
 
+use std::borrow::Cow;
+
+use phobos_rt::host::qmatmul::with_shared_activations;
+
 use super::activation::swiglu_in_place;
 use super::matmul::{QMatmulError, QMatrixRef, matmul};
 use super::softmax::softmax_in_place;
@@ -120,38 +124,57 @@ pub fn moe_ffn(
     let k = routing.n_expert_used.min(n_expert);
     // Each (token, slot)'s weighted expert output, summed in slot order below.
     let mut slot_out = vec![0f32; m * k * n_embd];
-    for (e, pairs) in by_expert.iter().enumerate() {
-        if pairs.is_empty() {
-            continue;
-        }
-        let missing = || MoeError::Expert {
-            expert: e,
-            n_expert: weights.gate.n_expert,
-        };
-        let gate_w = weights.gate.expert(e).ok_or_else(missing)?;
-        let up_w = weights.up.expert(e).ok_or_else(missing)?;
-        let down_w = weights.down.expert(e).ok_or_else(missing)?;
-        let n = pairs.len();
-        let xe: Vec<f32> = pairs
-            .iter()
-            .flat_map(|&(t, _)| x[t * n_embd..(t + 1) * n_embd].iter().copied())
-            .collect();
-        let n_ff = gate_w.rows;
-        let mut gate = vec![0f32; n * n_ff];
-        let mut up = vec![0f32; n * n_ff];
-        matmul(&gate_w, &xe, n, &mut gate)?;
-        matmul(&up_w, &xe, n, &mut up)?;
-        swiglu_in_place(&mut gate, &up);
-        let mut down = vec![0f32; n * n_embd];
-        matmul(&down_w, &gate, n, &mut down)?;
-        for (&(t, slot), row) in pairs.iter().zip(down.chunks(n_embd)) {
-            let w = choices[t][slot].1;
-            let dst = &mut slot_out[(t * k + slot) * n_embd..(t * k + slot + 1) * n_embd];
-            for (d, &v) in dst.iter_mut().zip(row) {
-                *d = v * w;
+    // An expert that every token chose (always so for one token: decode)
+    // reads `x` itself, so its gate and up launches, and every such expert,
+    // share one quantization of `x`; others gather their tokens' rows and
+    // share theirs between gate and up.
+    with_shared_activations(x, || -> Result<(), MoeError> {
+        for (e, pairs) in by_expert.iter().enumerate() {
+            if pairs.is_empty() {
+                continue;
+            }
+            let missing = || MoeError::Expert {
+                expert: e,
+                n_expert: weights.gate.n_expert,
+            };
+            let gate_w = weights.gate.expert(e).ok_or_else(missing)?;
+            let up_w = weights.up.expert(e).ok_or_else(missing)?;
+            let down_w = weights.down.expert(e).ok_or_else(missing)?;
+            let n = pairs.len();
+            let all_tokens = n == m && pairs.iter().enumerate().all(|(i, &(t, _))| t == i);
+            let xe: Cow<'_, [f32]> = if all_tokens {
+                Cow::Borrowed(x)
+            } else {
+                pairs
+                    .iter()
+                    .flat_map(|&(t, _)| x[t * n_embd..(t + 1) * n_embd].iter().copied())
+                    .collect()
+            };
+            let n_ff = gate_w.rows;
+            let mut gate = vec![0f32; n * n_ff];
+            let mut up = vec![0f32; n * n_ff];
+            let mut gate_up = || -> Result<(), QMatmulError> {
+                matmul(&gate_w, &xe, n, &mut gate)?;
+                matmul(&up_w, &xe, n, &mut up)
+            };
+            if all_tokens {
+                gate_up()?;
+            } else {
+                with_shared_activations(&xe, gate_up)?;
+            }
+            swiglu_in_place(&mut gate, &up);
+            let mut down = vec![0f32; n * n_embd];
+            matmul(&down_w, &gate, n, &mut down)?;
+            for (&(t, slot), row) in pairs.iter().zip(down.chunks(n_embd)) {
+                let w = choices[t][slot].1;
+                let dst = &mut slot_out[(t * k + slot) * n_embd..(t * k + slot + 1) * n_embd];
+                for (d, &v) in dst.iter_mut().zip(row) {
+                    *d = v * w;
+                }
             }
         }
-    }
+        Ok(())
+    })?;
     let mut out = vec![0f32; m * n_embd];
     for (t, row) in out.chunks_mut(n_embd).enumerate() {
         for slot in 0..choices[t].len() {

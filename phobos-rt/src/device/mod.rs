@@ -1,11 +1,12 @@
 //! Devices: where tensors live and kernels run.
 
+mod borrowed;
 pub mod cuda;
 mod host;
 
 pub(crate) use cuda::CudaBuffer;
 pub use cuda::CudaDevice;
-pub(crate) use host::HostBuffer;
+pub(crate) use host::{BufferKind, HostBuffer};
 pub use host::HostDevice;
 
 use crate::tensor::Storage;
