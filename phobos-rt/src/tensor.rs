@@ -327,15 +327,6 @@ impl<T: Element> Tensor<T> {
         }
     }
 
-    /// The address of the host buffer (identity only), `None` off the host.
-    #[cfg(test)]
-    pub(crate) fn host_buffer_addr(&self) -> Option<*const HostBuffer> {
-        match &self.storage {
-            Storage::Host(b) => Some(Arc::as_ptr(b)),
-            Storage::Cuda(_) => None,
-        }
-    }
-
     /// Base pointer of the allocation on the host, or `WrongBackend`.
     pub(crate) fn host_ptr(&self, op: &'static str) -> Result<*mut T> {
         match &self.storage {
