@@ -79,11 +79,31 @@ fn lengths_must_match_the_shapes() {
     let err = HostDevice
         .with_borrowed(&[1f32; 3], [2, 2], &mut y, [2], |_, _| ())
         .unwrap_err();
-    assert!(matches!(err, Error::LenMismatch { expected: 4, actual: 3, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::LenMismatch {
+                expected: 4,
+                actual: 3,
+                ..
+            }
+        ),
+        "{err}"
+    );
     let err = Device::host()
         .with_borrowed(&[1f32; 4], [2, 2], &mut y, [3], |_, _| ())
         .unwrap_err();
-    assert!(matches!(err, Error::LenMismatch { expected: 3, actual: 2, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::LenMismatch {
+                expected: 3,
+                actual: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -118,8 +138,14 @@ fn the_read_only_input_refuses_every_writer() {
     // before `data`) and nothing writes it.
     let buffer = unsafe { HostBuffer::borrowed_read(&data) };
     let mut tensor = Tensor::<u8>::from_storage(Storage::Host(Arc::new(buffer)), [3].into());
-    assert!(matches!(tensor.copy_from_slice(&[0; 3]), Err(Error::Borrowed { .. })));
-    assert!(matches!(TensorWrite::new(&mut tensor), Err(Error::Borrowed { .. })));
+    assert!(matches!(
+        tensor.copy_from_slice(&[0; 3]),
+        Err(Error::Borrowed { .. })
+    ));
+    assert!(matches!(
+        TensorWrite::new(&mut tensor),
+        Err(Error::Borrowed { .. })
+    ));
     assert!(matches!(
         with_host_slice_mut(&mut tensor, |_| ()),
         Err(Error::Borrowed { .. })

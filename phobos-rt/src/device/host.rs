@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Release, O
 
 use std::ptr::NonNull;
 
-use crate::{Error, Result};
 use crate::pool::{self, Graph, Recorder};
+use crate::{Error, Result};
 
 /// The host backend (the CPU). Its thread pool is the process-wide
 /// [`pool::global`], started on first use.
@@ -150,7 +150,11 @@ impl HostBuffer {
     /// `data` must stay valid for reads, and written by nobody, for as
     /// long as the buffer lives.
     pub(crate) unsafe fn borrowed_read<T: crate::Element>(data: &[T]) -> HostBuffer {
-        HostBuffer::borrowed(NonNull::from(data).cast::<u8>(), size_of_val(data), BufferKind::BorrowedRead)
+        HostBuffer::borrowed(
+            NonNull::from(data).cast::<u8>(),
+            size_of_val(data),
+            BufferKind::BorrowedRead,
+        )
     }
 
     /// A writable buffer over the caller's elements.
@@ -160,7 +164,11 @@ impl HostBuffer {
     /// through this buffer, for as long as the buffer lives.
     pub(crate) unsafe fn borrowed_write<T: crate::Element>(data: &mut [T]) -> HostBuffer {
         let len_bytes = size_of_val(data);
-        HostBuffer::borrowed(NonNull::from(data).cast::<u8>(), len_bytes, BufferKind::BorrowedWrite)
+        HostBuffer::borrowed(
+            NonNull::from(data).cast::<u8>(),
+            len_bytes,
+            BufferKind::BorrowedWrite,
+        )
     }
 
     fn borrowed(base: NonNull<u8>, len_bytes: usize, kind: BufferKind) -> HostBuffer {

@@ -6,8 +6,8 @@ mod host;
 
 pub(crate) use cuda::CudaBuffer;
 pub use cuda::CudaDevice;
-pub(crate) use host::{BufferKind, HostBuffer};
 pub use host::HostDevice;
+pub(crate) use host::{BufferKind, HostBuffer};
 
 use crate::tensor::Storage;
 use crate::{Element, Error, Result, Shape, Tensor};

@@ -77,7 +77,8 @@ pub(super) fn quantized_activations(
     m_rows: usize,
     cols: usize,
 ) -> Result<Rc<QActivations>, QMatmulError> {
-    let partner = vec_dot_type(weight_ty).ok_or(QMatmulError::UnsupportedWeight { ty: weight_ty })?;
+    let partner =
+        vec_dot_type(weight_ty).ok_or(QMatmulError::UnsupportedWeight { ty: weight_ty })?;
     let in_scope = |scope: &Scope| {
         !x.is_empty() && scope.rows_addr == x.as_ptr() as usize && scope.len == x.len()
     };
@@ -116,7 +117,10 @@ mod tests {
 
     fn values(len: usize, seed: u32) -> Vec<f32> {
         (0..len)
-            .map(|i| ((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) % 2001) as f32 / 1000.0 - 1.0)
+            .map(|i| {
+                ((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) % 2001) as f32 / 1000.0
+                    - 1.0
+            })
             .collect()
     }
 
