@@ -38,10 +38,29 @@ thread_local! {
 ///
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use phobos_rt::host::qmatmul::with_shared_activations;
-/// let x = vec![0.5f32; 256];
-/// let seen = with_shared_activations(&x, || x.len());
-/// assert_eq!(seen, 256);
+/// use phobos_rt::host::qmatmul::{QMatrixRef, matmul_threaded, qmatmul_host, with_shared_activations};
+/// use phobos_rt::quant::{QTensor, Q8_0};
+/// use phobos_rt::{Device, HostDevice};
+/// let (rows, cols) = (4, 64);
+/// let w: Vec<f32> = (0..rows * cols).map(|i| (i % 7) as f32 - 3.0).collect();
+/// let mut blocks = Vec::new();
+/// phobos_quant::quantize(phobos_quant::GgmlType::Q8_0, &w, &mut blocks)?;
+/// let weight = QTensor::<Q8_0>::borrowed(&blocks, [rows, cols])?;
+/// let x: Vec<f32> = (0..cols).map(|i| i as f32 / 64.0 - 0.5).collect();
+/// let (mut q, mut k) = (vec![0f32; rows], vec![0f32; rows]);
+/// // Two launches over the same rows: `x` is quantized once.
+/// with_shared_activations(&x, || -> phobos_rt::Result<()> {
+///     for out in [&mut q, &mut k] {
+///         HostDevice.with_borrowed(&x, [1, cols], out, [1, rows], |xt, yt| {
+///             qmatmul_host(&Device::host(), xt, &weight, yt)
+///         })??;
+///     }
+///     Ok(())
+/// })?;
+/// let mut direct = vec![0f32; rows];
+/// let w_ref = QMatrixRef { ty: phobos_quant::GgmlType::Q8_0, rows, cols, data: &blocks };
+/// matmul_threaded(&w_ref, &x, 1, &mut direct)?;
+/// assert_eq!((q.clone(), k), (direct.clone(), direct));
 /// # Ok(())
 /// # }
 /// ```
