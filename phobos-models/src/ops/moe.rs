@@ -311,4 +311,84 @@ mod tests {
             Err(MoeError::Expert { expert: 0, .. })
         ));
     }
+
+    /// Quantized experts (their kernels, activations quantized once per
+    /// shared rows) give the bits of one plain `matmul` per token and
+    /// expert, summed in slot order: for one token (every expert reads `x`
+    /// itself) and for a batch (experts gather their tokens' rows).
+    #[test]
+    fn quantized_experts_equal_per_token_matmuls_bit_for_bit() {
+        let (n_embd, n_ff, n_expert) = (64usize, 32usize, 4usize);
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 2001) as f32 / 1000.0 - 1.0
+        };
+        let mut quantized = |len: usize| {
+            let values: Vec<f32> = (0..len).map(|_| next()).collect();
+            let mut bytes = Vec::new();
+            crate::quant::quantize(GgmlType::Q8_0, &values, &mut bytes).unwrap();
+            bytes
+        };
+        let (rb, gb, ub, db) = (
+            quantized(n_expert * n_embd),
+            quantized(n_expert * n_ff * n_embd),
+            quantized(n_expert * n_ff * n_embd),
+            quantized(n_expert * n_embd * n_ff),
+        );
+        let experts = |data, rows, cols| ExpertsRef {
+            ty: GgmlType::Q8_0,
+            n_expert,
+            rows,
+            cols,
+            data,
+        };
+        let weights = MoeWeights {
+            router: QMatrixRef {
+                ty: GgmlType::Q8_0,
+                rows: n_expert,
+                cols: n_embd,
+                data: &rb,
+            },
+            gate: experts(&gb, n_ff, n_embd),
+            up: experts(&ub, n_ff, n_embd),
+            down: experts(&db, n_embd, n_ff),
+        };
+        let routing = Routing {
+            n_expert_used: 2,
+            normalize: true,
+            scale: 1.0,
+        };
+        for m in [1usize, 5] {
+            let x: Vec<f32> = (0..m * n_embd)
+                .map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0)
+                .collect();
+            let got = moe_ffn(&x, m, &weights, &routing).unwrap();
+            for t in 0..m {
+                let xt = &x[t * n_embd..(t + 1) * n_embd];
+                let mut logits = vec![0f32; n_expert];
+                matmul(&weights.router, xt, 1, &mut logits).unwrap();
+                let mut want = vec![0f32; n_embd];
+                for (e, w) in route(&logits, &routing) {
+                    let (mut gate, mut up) = (vec![0f32; n_ff], vec![0f32; n_ff]);
+                    matmul(&weights.gate.expert(e).unwrap(), xt, 1, &mut gate).unwrap();
+                    matmul(&weights.up.expert(e).unwrap(), xt, 1, &mut up).unwrap();
+                    swiglu_in_place(&mut gate, &up);
+                    let mut down = vec![0f32; n_embd];
+                    matmul(&weights.down.expert(e).unwrap(), &gate, 1, &mut down).unwrap();
+                    for (o, v) in want.iter_mut().zip(down) {
+                        *o += v * w;
+                    }
+                }
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&got[t * n_embd..(t + 1) * n_embd]),
+                    bits(&want),
+                    "m {m}, token {t}"
+                );
+            }
+        }
+    }
 }
