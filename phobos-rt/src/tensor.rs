@@ -101,7 +101,10 @@ impl<T: Element> Tensor<T> {
 
     /// A view of the same allocation with another shape, strides (elements)
     /// and offset. Errors when the ranks differ or the view reaches past the
-    /// allocation. Zero strides (broadcast views) are allowed.
+    /// allocation. Zero strides (broadcast views) are allowed. A tensor over
+    /// the caller's memory ([`HostDevice::with_borrowed`](crate::HostDevice::with_borrowed))
+    /// has no views (`Error::Borrowed`, also from [`Tensor::narrow`] and
+    /// [`Tensor::reshape`]): one could outlive the borrow.
     pub fn strided(
         &self,
         shape: impl Into<Shape>,
