@@ -144,6 +144,16 @@ pub enum Error {
         expected: &'static str,
         actual: &'static str,
     },
+    /// A tensor over memory borrowed from the caller
+    /// ([`HostDevice::with_borrowed`](crate::HostDevice::with_borrowed))
+    /// was asked for something that could outlive or break the borrow: a
+    /// view (which would share the borrowed memory beyond the scope), or a
+    /// write to the read-only input.
+    #[error("{op}: the tensor borrows the caller's memory ({reason})")]
+    Borrowed {
+        op: &'static str,
+        reason: &'static str,
+    },
     /// A program of a host launch panicked; the launch stopped handing out
     /// programs and returned this instead.
     #[error("a kernel program panicked: {message}")]

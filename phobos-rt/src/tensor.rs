@@ -1,13 +1,15 @@
 //! Typed tensors in device memory.
 
 use crate::device::cuda::{KernelArg, TensorArg};
-use crate::device::{CudaBuffer, CudaDevice, HostBuffer};
+use crate::device::{BufferKind, CudaBuffer, CudaDevice, HostBuffer};
 use crate::{DType, Device, Element, Error, Result, Shape};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// Where a tensor's elements live. Views made with [`Tensor::strided`]
-/// share the allocation; it is freed when the last one drops.
+/// share the allocation; it is freed when the last one drops. Host memory
+/// borrowed from the caller (`HostDevice::with_borrowed`) has no views:
+/// its one tensor must not outlive the borrow.
 #[derive(Debug, Clone)]
 pub(crate) enum Storage {
     Host(Arc<HostBuffer>),
@@ -99,7 +101,10 @@ impl<T: Element> Tensor<T> {
 
     /// A view of the same allocation with another shape, strides (elements)
     /// and offset. Errors when the ranks differ or the view reaches past the
-    /// allocation. Zero strides (broadcast views) are allowed.
+    /// allocation. Zero strides (broadcast views) are allowed. A tensor over
+    /// the caller's memory ([`HostDevice::with_borrowed`](crate::HostDevice::with_borrowed))
+    /// has no views (`Error::Borrowed`, also from [`Tensor::narrow`] and
+    /// [`Tensor::reshape`]): one could outlive the borrow.
     pub fn strided(
         &self,
         shape: impl Into<Shape>,
@@ -107,6 +112,14 @@ impl<T: Element> Tensor<T> {
         offset: usize,
     ) -> Result<Tensor<T>> {
         let shape = shape.into();
+        if let Storage::Host(buffer) = &self.storage
+            && buffer.kind() != BufferKind::Owned
+        {
+            return Err(Error::Borrowed {
+                op: "a view (strided, narrow, reshape)",
+                reason: "a view could outlive the borrow; copy the tensor with try_clone",
+            });
+        }
         let capacity = self.capacity();
         let bad = || Error::BadStrides {
             shape: shape.dims().to_vec(),
@@ -205,7 +218,7 @@ impl<T: Element> Tensor<T> {
         }
         let base = self.host_ptr("copy_from_slice")?;
         let buffer = self.host_buffer()?;
-        buffer.begin_write();
+        buffer.begin_write("copy_from_slice")?;
         self.for_each_offset(|i, at| {
             // SAFETY: every index of the shape is inside the allocation
             // (checked at construction); the write is atomic and no plain
@@ -251,11 +264,21 @@ impl<T: Element> Tensor<T> {
             return self.cuda_gather(buffer);
         }
         let base = self.host_ptr("to_vec")?;
+        let read_only = self.host_buffer()?.is_read_only();
         let mut out = Vec::with_capacity(self.len());
         self.for_each_offset(|_, at| {
             // SAFETY: every index of the shape is inside the allocation
-            // (checked at construction); all accesses are atomic.
-            out.push(unsafe { T::load_relaxed(base.add(at)) })
+            // (checked at construction). A read-only buffer never has a
+            // writer, so a plain read cannot race (and atomics need memory
+            // valid for writes); on every other buffer all accesses that
+            // may race are atomic.
+            out.push(unsafe {
+                if read_only {
+                    base.add(at).read()
+                } else {
+                    T::load_relaxed(base.add(at))
+                }
+            })
         });
         Ok(out)
     }
@@ -283,9 +306,13 @@ impl<T: Element> Tensor<T> {
     /// Base pointer of the host allocation when this tensor is its only
     /// owner (no view shares it), `None` when shared; `WrongBackend` off
     /// the host.
+    /// `Error::Borrowed` for a read-only borrowed tensor.
     pub(crate) fn unique_host_ptr(&mut self) -> Result<Option<*mut T>> {
         match &mut self.storage {
-            Storage::Host(b) => Ok(Arc::get_mut(b).map(|b| b.base_ptr().cast::<T>())),
+            Storage::Host(b) => {
+                b.check_writable("mutable host access")?;
+                Ok(Arc::get_mut(b).map(|b| b.base_ptr().cast::<T>()))
+            }
             Storage::Cuda(_) => Err(Error::WrongBackend {
                 op: "host access",
                 expected: "host",

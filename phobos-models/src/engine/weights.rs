@@ -3,6 +3,8 @@
 
 use crate::engine::{EngineError, Result};
 use crate::gguf::{Gguf, TensorInfo};
+use phobos_rt::host::qmatmul::with_shared_activations;
+
 use crate::ops::{QMatrixRef, matmul};
 
 /// A weight matrix of `rows` output features by `cols` inputs.
@@ -121,19 +123,22 @@ impl Linear {
     }
 
     /// Several weights over the same activations (q/k/v, gate/up), each
-    /// through its kernel ([`matmul`]); the results are the bits
-    /// [`Linear::apply`] gives for each.
+    /// through its kernel ([`matmul`]), with `x` quantized once per partner
+    /// type for all of them (`with_shared_activations`); the results are
+    /// the bits [`Linear::apply`] gives for each.
     pub fn apply_all<const N: usize>(
         linears: [&Linear; N],
         gguf: &Gguf,
         x: &[f32],
         m: usize,
     ) -> Result<[Vec<f32>; N]> {
-        let mut outs: [Vec<f32>; N] = std::array::from_fn(|_| Vec::new());
-        for (linear, slot) in linears.into_iter().zip(outs.iter_mut()) {
-            *slot = linear.apply(gguf, x, m)?;
-        }
-        Ok(outs)
+        with_shared_activations(x, || {
+            let mut outs: [Vec<f32>; N] = std::array::from_fn(|_| Vec::new());
+            for (linear, slot) in linears.into_iter().zip(outs.iter_mut()) {
+                *slot = linear.apply(gguf, x, m)?;
+            }
+            Ok(outs)
+        })
     }
 
     /// Dequantizes row `row` (an embedding lookup) into `out`.

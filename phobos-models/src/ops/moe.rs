@@ -8,6 +8,10 @@
 //! smallest normal, as ggml does) and scaled. Expert outputs are summed in
 //! the order of the selection (largest weight first), as ggml adds them.
 
+use std::borrow::Cow;
+
+use phobos_rt::host::qmatmul::with_shared_activations;
+
 use super::activation::swiglu_in_place;
 use super::matmul::{QMatmulError, QMatrixRef, matmul};
 use super::softmax::softmax_in_place;
@@ -132,38 +136,57 @@ pub fn moe_ffn(
     let k = routing.n_expert_used.min(n_expert);
     // Each (token, slot)'s weighted expert output, summed in slot order below.
     let mut slot_out = vec![0f32; m * k * n_embd];
-    for (e, pairs) in by_expert.iter().enumerate() {
-        if pairs.is_empty() {
-            continue;
-        }
-        let missing = || MoeError::Expert {
-            expert: e,
-            n_expert: weights.gate.n_expert,
-        };
-        let gate_w = weights.gate.expert(e).ok_or_else(missing)?;
-        let up_w = weights.up.expert(e).ok_or_else(missing)?;
-        let down_w = weights.down.expert(e).ok_or_else(missing)?;
-        let n = pairs.len();
-        let xe: Vec<f32> = pairs
-            .iter()
-            .flat_map(|&(t, _)| x[t * n_embd..(t + 1) * n_embd].iter().copied())
-            .collect();
-        let n_ff = gate_w.rows;
-        let mut gate = vec![0f32; n * n_ff];
-        let mut up = vec![0f32; n * n_ff];
-        matmul(&gate_w, &xe, n, &mut gate)?;
-        matmul(&up_w, &xe, n, &mut up)?;
-        swiglu_in_place(&mut gate, &up);
-        let mut down = vec![0f32; n * n_embd];
-        matmul(&down_w, &gate, n, &mut down)?;
-        for (&(t, slot), row) in pairs.iter().zip(down.chunks(n_embd)) {
-            let w = choices[t][slot].1;
-            let dst = &mut slot_out[(t * k + slot) * n_embd..(t * k + slot + 1) * n_embd];
-            for (d, &v) in dst.iter_mut().zip(row) {
-                *d = v * w;
+    // An expert that every token chose (always so for one token: decode)
+    // reads `x` itself, so its gate and up launches, and every such expert,
+    // share one quantization of `x`; others gather their tokens' rows and
+    // share theirs between gate and up.
+    with_shared_activations(x, || -> Result<(), MoeError> {
+        for (e, pairs) in by_expert.iter().enumerate() {
+            if pairs.is_empty() {
+                continue;
+            }
+            let missing = || MoeError::Expert {
+                expert: e,
+                n_expert: weights.gate.n_expert,
+            };
+            let gate_w = weights.gate.expert(e).ok_or_else(missing)?;
+            let up_w = weights.up.expert(e).ok_or_else(missing)?;
+            let down_w = weights.down.expert(e).ok_or_else(missing)?;
+            let n = pairs.len();
+            let all_tokens = n == m && pairs.iter().enumerate().all(|(i, &(t, _))| t == i);
+            let xe: Cow<'_, [f32]> = if all_tokens {
+                Cow::Borrowed(x)
+            } else {
+                pairs
+                    .iter()
+                    .flat_map(|&(t, _)| x[t * n_embd..(t + 1) * n_embd].iter().copied())
+                    .collect()
+            };
+            let n_ff = gate_w.rows;
+            let mut gate = vec![0f32; n * n_ff];
+            let mut up = vec![0f32; n * n_ff];
+            let mut gate_up = || -> Result<(), QMatmulError> {
+                matmul(&gate_w, &xe, n, &mut gate)?;
+                matmul(&up_w, &xe, n, &mut up)
+            };
+            if all_tokens {
+                gate_up()?;
+            } else {
+                with_shared_activations(&xe, gate_up)?;
+            }
+            swiglu_in_place(&mut gate, &up);
+            let mut down = vec![0f32; n * n_embd];
+            matmul(&down_w, &gate, n, &mut down)?;
+            for (&(t, slot), row) in pairs.iter().zip(down.chunks(n_embd)) {
+                let w = choices[t][slot].1;
+                let dst = &mut slot_out[(t * k + slot) * n_embd..(t * k + slot + 1) * n_embd];
+                for (d, &v) in dst.iter_mut().zip(row) {
+                    *d = v * w;
+                }
             }
         }
-    }
+        Ok(())
+    })?;
     let mut out = vec![0f32; m * n_embd];
     for (t, row) in out.chunks_mut(n_embd).enumerate() {
         for slot in 0..choices[t].len() {
@@ -303,5 +326,85 @@ mod tests {
             moe_ffn(&[0.5; 8], 1, &weights, &routing),
             Err(MoeError::Expert { expert: 0, .. })
         ));
+    }
+
+    /// Quantized experts (their kernels, activations quantized once per
+    /// shared rows) give the bits of one plain `matmul` per token and
+    /// expert, summed in slot order: for one token (every expert reads `x`
+    /// itself) and for a batch (experts gather their tokens' rows).
+    #[test]
+    fn quantized_experts_equal_per_token_matmuls_bit_for_bit() {
+        let (n_embd, n_ff, n_expert) = (64usize, 32usize, 4usize);
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 2001) as f32 / 1000.0 - 1.0
+        };
+        let mut quantized = |len: usize| {
+            let values: Vec<f32> = (0..len).map(|_| next()).collect();
+            let mut bytes = Vec::new();
+            crate::quant::quantize(GgmlType::Q8_0, &values, &mut bytes).unwrap();
+            bytes
+        };
+        let (rb, gb, ub, db) = (
+            quantized(n_expert * n_embd),
+            quantized(n_expert * n_ff * n_embd),
+            quantized(n_expert * n_ff * n_embd),
+            quantized(n_expert * n_embd * n_ff),
+        );
+        let experts = |data, rows, cols| ExpertsRef {
+            ty: GgmlType::Q8_0,
+            n_expert,
+            rows,
+            cols,
+            data,
+        };
+        let weights = MoeWeights {
+            router: QMatrixRef {
+                ty: GgmlType::Q8_0,
+                rows: n_expert,
+                cols: n_embd,
+                data: &rb,
+            },
+            gate: experts(&gb, n_ff, n_embd),
+            up: experts(&ub, n_ff, n_embd),
+            down: experts(&db, n_embd, n_ff),
+        };
+        let routing = Routing {
+            n_expert_used: 2,
+            normalize: true,
+            scale: 1.0,
+        };
+        for m in [1usize, 5] {
+            let x: Vec<f32> = (0..m * n_embd)
+                .map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0)
+                .collect();
+            let got = moe_ffn(&x, m, &weights, &routing).unwrap();
+            for t in 0..m {
+                let xt = &x[t * n_embd..(t + 1) * n_embd];
+                let mut logits = vec![0f32; n_expert];
+                matmul(&weights.router, xt, 1, &mut logits).unwrap();
+                let mut want = vec![0f32; n_embd];
+                for (e, w) in route(&logits, &routing) {
+                    let (mut gate, mut up) = (vec![0f32; n_ff], vec![0f32; n_ff]);
+                    matmul(&weights.gate.expert(e).unwrap(), xt, 1, &mut gate).unwrap();
+                    matmul(&weights.up.expert(e).unwrap(), xt, 1, &mut up).unwrap();
+                    swiglu_in_place(&mut gate, &up);
+                    let mut down = vec![0f32; n_embd];
+                    matmul(&weights.down.expert(e).unwrap(), &gate, 1, &mut down).unwrap();
+                    for (o, v) in want.iter_mut().zip(down) {
+                        *o += v * w;
+                    }
+                }
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&got[t * n_embd..(t + 1) * n_embd]),
+                    bits(&want),
+                    "m {m}, token {t}"
+                );
+            }
+        }
     }
 }

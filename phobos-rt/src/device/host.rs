@@ -1,10 +1,13 @@
 //! Host memory: 64-byte aligned buffers that every access reaches through
 //! element-width atomics.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Release, Ordering::SeqCst};
 
-use crate::Result;
+use std::ptr::NonNull;
+
 use crate::pool::{self, Graph, Recorder};
+use crate::{Error, Result};
 
 /// The host backend (the CPU). Its thread pool is the process-wide
 /// [`pool::global`], started on first use.
@@ -55,7 +58,8 @@ struct Line([AtomicU64; LINE_BYTES / 8]);
 /// Bytes per [`Line`].
 const LINE_BYTES: usize = 64;
 
-/// A host allocation, 64-byte aligned.
+/// Host memory for tensors: an allocation of its own, 64-byte aligned, or
+/// the caller's slice lent for a [`HostDevice::with_borrowed`] scope.
 ///
 /// Plain (non-atomic, vectorizable) reads are allowed only between
 /// [`HostBuffer::try_begin_plain_read`] and [`HostBuffer::end_plain_read`],
@@ -69,14 +73,58 @@ const LINE_BYTES: usize = 64;
 /// element accesses cast the base pointer to `*mut T` and go through
 /// `Element::{load,store}_relaxed`, never through the `u64` words, so all
 /// accesses to one element have the same width.
+///
+/// Borrowed memory ([`BufferKind`]): a read-only buffer (over `&[T]`)
+/// refuses every writer ([`HostBuffer::begin_write`] is an error), so it
+/// never has one and every read of it is plain (atomics need memory valid
+/// for writes). A writable one (over `&mut [T]`) is accessed like an owned
+/// allocation. Both only ever hold elements of the `T` they were lent as.
 pub(crate) struct HostBuffer {
+    /// The owned memory; empty when borrowed.
     lines: Box<[Line]>,
+    /// The caller's first byte when borrowed. (Owned memory's pointer is
+    /// taken from `lines` at each use, so it is never one made before the
+    /// box moved.)
+    borrowed_base: Option<NonNull<u8>>,
+    kind: BufferKind,
     len_bytes: usize,
     /// Launches reading the buffer with plain loads right now.
     plain_readers: AtomicUsize,
     /// Writers (launches, copies) in or waiting to get in.
     writers: AtomicUsize,
+    /// Set to true when the buffer drops (`with_borrowed` watches its
+    /// output's).
+    on_drop: Option<Arc<AtomicBool>>,
 }
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        if let Some(flag) = &self.on_drop {
+            flag.store(true, Release);
+        }
+    }
+}
+
+/// Whose memory a [`HostBuffer`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BufferKind {
+    /// Allocated by the buffer, freed with it.
+    Owned,
+    /// The caller's `&[T]`: read only, with plain loads.
+    BorrowedRead,
+    /// The caller's `&mut [T]`.
+    BorrowedWrite,
+}
+
+// SAFETY: the buffer is its bytes plus atomics. Owned bytes live in `lines`
+// (atomics, `Send + Sync`) and `base` points into them. Borrowed bytes are
+// elements of an `Element` type (`Send + Sync` primitives) lent by a
+// `with_borrowed` scope, which outlives every tensor over them (it aborts
+// rather than return while one could remain). Every access from any thread
+// follows the plain-reader / writer protocol above.
+unsafe impl Send for HostBuffer {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for HostBuffer {}
 
 impl HostBuffer {
     /// A zero-filled buffer. All-zero bytes are a valid value of every
@@ -87,14 +135,74 @@ impl HostBuffer {
             .collect();
         HostBuffer {
             lines,
+            borrowed_base: None,
+            kind: BufferKind::Owned,
             len_bytes,
             plain_readers: AtomicUsize::new(0),
             writers: AtomicUsize::new(0),
+            on_drop: None,
         }
+    }
+
+    /// A read-only buffer over the caller's elements.
+    ///
+    /// # Safety
+    /// `data` must stay valid for reads, and written by nobody, for as
+    /// long as the buffer lives.
+    pub(crate) unsafe fn borrowed_read<T: crate::Element>(data: &[T]) -> HostBuffer {
+        HostBuffer::borrowed(
+            NonNull::from(data).cast::<u8>(),
+            size_of_val(data),
+            BufferKind::BorrowedRead,
+        )
+    }
+
+    /// A writable buffer over the caller's elements.
+    ///
+    /// # Safety
+    /// `data` must stay valid for reads and writes, and reached only
+    /// through this buffer, for as long as the buffer lives.
+    pub(crate) unsafe fn borrowed_write<T: crate::Element>(data: &mut [T]) -> HostBuffer {
+        let len_bytes = size_of_val(data);
+        HostBuffer::borrowed(
+            NonNull::from(data).cast::<u8>(),
+            len_bytes,
+            BufferKind::BorrowedWrite,
+        )
+    }
+
+    fn borrowed(base: NonNull<u8>, len_bytes: usize, kind: BufferKind) -> HostBuffer {
+        HostBuffer {
+            lines: Box::default(),
+            borrowed_base: Some(base),
+            kind,
+            len_bytes,
+            plain_readers: AtomicUsize::new(0),
+            writers: AtomicUsize::new(0),
+            on_drop: None,
+        }
+    }
+
+    /// The buffer, setting `flag` when it drops.
+    pub(crate) fn reporting_drop_to(mut self, flag: Arc<AtomicBool>) -> HostBuffer {
+        self.on_drop = Some(flag);
+        self
+    }
+
+    /// Whose memory this is.
+    pub(crate) fn kind(&self) -> BufferKind {
+        self.kind
+    }
+
+    /// True for a read-only borrowed buffer: no writer ever enters it, so
+    /// all its reads are plain.
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.kind == BufferKind::BorrowedRead
     }
 
     /// Enters as a plain reader unless a writer is in or waiting; false
     /// (and nothing to undo) when refused, and the caller reads atomically.
+    /// Never refused on a read-only buffer (it has no writers).
     ///
     /// Both sides announce themselves first and then look at the other
     /// (sequentially consistent), so of a reader and a writer arriving
@@ -122,7 +230,11 @@ impl HostBuffer {
     /// a tensor another thread's launch reads, while that other launch
     /// waits for the pool the outer launch holds, waits forever. Kernels
     /// cannot launch kernels; only hand-written pool tasks could do this.
-    pub(crate) fn begin_write(&self) {
+    ///
+    /// A read-only borrowed buffer refuses (`Error::Borrowed`, naming
+    /// `op`), and nothing is to undo.
+    pub(crate) fn begin_write(&self, op: &'static str) -> Result<()> {
+        self.check_writable(op)?;
         self.writers.fetch_add(1, SeqCst);
         let mut spins = 0u32;
         while self.plain_readers.load(SeqCst) != 0 {
@@ -133,6 +245,18 @@ impl HostBuffer {
                 std::thread::yield_now();
             }
         }
+        Ok(())
+    }
+
+    /// `Error::Borrowed` for a read-only borrowed buffer.
+    pub(crate) fn check_writable(&self, op: &'static str) -> Result<()> {
+        if self.is_read_only() {
+            return Err(Error::Borrowed {
+                op,
+                reason: "it is the read-only input of `with_borrowed` and cannot be written",
+            });
+        }
+        Ok(())
     }
 
     /// Leaves after [`HostBuffer::begin_write`].
@@ -145,10 +269,14 @@ impl HostBuffer {
         self.len_bytes
     }
 
-    /// Base pointer. Writes through it are allowed because the words live in
-    /// `UnsafeCell`s.
+    /// Base pointer. Writes through it are allowed, under the protocol,
+    /// because owned words live in `UnsafeCell`s and writable borrowed
+    /// memory came from `&mut`; never through a read-only buffer's.
     pub(crate) fn base_ptr(&self) -> *mut u8 {
-        self.lines.as_ptr().cast::<u8>().cast_mut()
+        match self.borrowed_base {
+            Some(base) => base.as_ptr(),
+            None => self.lines.as_ptr().cast::<u8>().cast_mut(),
+        }
     }
 }
 
@@ -180,7 +308,7 @@ mod tests {
         assert!(buffer.try_begin_plain_read());
         buffer.end_plain_read();
         buffer.end_plain_read();
-        buffer.begin_write();
+        buffer.begin_write("test").unwrap();
         assert!(!buffer.try_begin_plain_read());
         buffer.end_write();
         assert!(buffer.try_begin_plain_read());
@@ -188,7 +316,7 @@ mod tests {
         let left = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|scope| {
             scope.spawn(|| {
-                buffer.begin_write();
+                buffer.begin_write("test").unwrap();
                 assert!(left.load(SeqCst));
                 buffer.end_write();
             });

@@ -1,12 +1,13 @@
 //! Devices: where tensors live and kernels run.
 
+mod borrowed;
 pub mod cuda;
 mod host;
 
 pub(crate) use cuda::CudaBuffer;
 pub use cuda::CudaDevice;
-pub(crate) use host::HostBuffer;
 pub use host::HostDevice;
+pub(crate) use host::{BufferKind, HostBuffer};
 
 use crate::tensor::Storage;
 use crate::{Element, Error, Result, Shape, Tensor};

@@ -43,7 +43,8 @@ pub(crate) struct RawView<'a, T> {
     pub(crate) offset: usize,
     pub(crate) shape: &'a [usize],
     pub(crate) strides: &'a [usize],
-    /// Reads may be plain (a [`PlainRead`] guard holds the allocation).
+    /// Reads may be plain: a [`PlainRead`] guard holds the allocation, or
+    /// it is read-only borrowed memory (no writer ever enters it).
     pub(crate) plain: bool,
     /// Stores may be plain ([`TensorWrite::allow_plain_stores`]).
     pub(crate) plain_store: bool,
@@ -60,8 +61,17 @@ impl<T: Element> RawView<'_, T> {
     /// `elem` must come from an index inside `shape` (see the invariant).
     #[inline(always)]
     pub(crate) unsafe fn load_at(&self, elem: usize) -> T {
-        // SAFETY: in bounds by the caller; atomic by construction.
-        unsafe { T::load_relaxed(self.base.add(elem)) }
+        // SAFETY: in bounds by the caller. A plain read only where `plain`
+        // says no writer is in the allocation while the view lives (a
+        // `PlainRead` guard, or a read-only buffer, which never has one);
+        // else atomic, as every access that may meet a write is.
+        unsafe {
+            if self.plain {
+                self.base.add(elem).read()
+            } else {
+                T::load_relaxed(self.base.add(elem))
+            }
+        }
     }
 
     /// Stores `value` at `elem`.
@@ -225,7 +235,7 @@ impl<'a, T: Element> TensorRead<'a, T> {
                 offset: tensor.offset(),
                 shape: tensor.shape(),
                 strides: tensor.strides(),
-                plain: false,
+                plain: tensor.host_buffer()?.is_read_only(),
                 plain_store: false,
                 stream_store: false,
             },
@@ -343,7 +353,7 @@ impl<'a, T: Element> TensorWrite<'a, T> {
             stream_store: false,
         };
         let buffer = tensor.host_buffer()?;
-        buffer.begin_write();
+        buffer.begin_write("a launch writing the tensor")?;
         Ok(TensorWrite {
             raw,
             buffer,

@@ -5,7 +5,7 @@
 //! body is `launch_generated`, which the tests compare against it.
 
 use phobos::quant::{Iq4Nl, Iq4Xs, Q2K, Q3K, Q4_0, Q4_1, Q4K, Q5_0, Q5_1, Q5K, Q6K, Q8_0};
-use phobos::{Device, QTensor, Tensor};
+use phobos::{Device, QTensor};
 // The kernels' `@host_impl`: the generated modules call `super::qmatmul_host`.
 use phobos::host::qmatmul::qmatmul_host;
 
@@ -28,6 +28,11 @@ pub enum Body {
 /// into `out` (`m_rows` rows of `w.rows`) through its typed handle; `false`
 /// (nothing run) when the format has no kernel. The lengths are the
 /// caller's to check.
+///
+/// Nothing is copied: the launch's `X` and `Y` are `x` and `out` themselves
+/// (`HostDevice::with_borrowed`), so the hand-written body reads `x` and
+/// writes `out` in place, and `out` needs no zeroing (every element is
+/// stored).
 pub fn launch(
     w: &QMatrixRef<'_>,
     x: &[f32],
@@ -39,19 +44,22 @@ pub fn launch(
         ($kernel:ident, $format:ty) => {{
             let device = Device::host();
             let weights = QTensor::<$format>::borrowed(w.data, [w.rows, w.cols])?;
-            let xt = device.tensor_from(x, [m_rows, w.cols])?;
-            let mut yt: Tensor<f32> = device.zeros([m_rows, w.rows])?;
-            match body {
-                Body::Launch => $kernel::launch(&device, &xt, &weights, &mut yt)?,
-                Body::Generated => $kernel::launch_generated(
-                    &device,
-                    &$kernel::Config::default(),
-                    &xt,
-                    &weights,
-                    &mut yt,
-                )?,
-            }
-            copy_out(&yt, out)?;
+            device.with_borrowed(
+                x,
+                [m_rows, w.cols],
+                out,
+                [m_rows, w.rows],
+                |xt, yt| match body {
+                    Body::Launch => $kernel::launch(&device, xt, &weights, yt),
+                    Body::Generated => $kernel::launch_generated(
+                        &device,
+                        &$kernel::Config::default(),
+                        xt,
+                        &weights,
+                        yt,
+                    ),
+                },
+            )??;
             Ok(true)
         }};
     }
@@ -70,16 +78,4 @@ pub fn launch(
         GgmlType::IQ4_XS => run!(qmatmul_iq4_xs, Iq4Xs),
         _ => Ok(false),
     }
-}
-
-/// Copies the result tensor into the caller's slice (same length).
-fn copy_out(y: &Tensor<f32>, out: &mut [f32]) -> phobos::Result<()> {
-    if y.len() != out.len() {
-        return Err(phobos::Error::LenMismatch {
-            shape: y.shape().to_vec(),
-            expected: y.len(),
-            actual: out.len(),
-        });
-    }
-    phobos::host::with_host_slice(y, |y| out.copy_from_slice(y))
 }

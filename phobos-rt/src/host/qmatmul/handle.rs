@@ -16,7 +16,8 @@
 
 use phobos_quant::{GgmlType, dequantize};
 
-use super::{QMatrixRef, matmul_threaded};
+use super::shared::quantized_activations;
+use super::{QMatrixRef, matmul_quantized_threaded};
 use crate::host::{with_host_slice, with_host_slice_mut};
 use crate::quant::{QTensor, QuantFormat};
 use crate::{Device, Error, Result, Tensor};
@@ -45,16 +46,22 @@ pub fn qmatmul_host<F: QuantFormat>(
         data: w.bytes(),
     };
     // The output's slice is taken first: lent in place only when `y` owns
-    // its allocation alone, so `x` cannot share it; otherwise it is a copy
-    // stored back after `x`'s plain-read guard is gone. Either way the
-    // store never waits on this launch's own reader.
+    // its allocation alone (an owned one, or the caller's `&mut [f32]` under
+    // `HostDevice::with_borrowed`), so `x` cannot share it; otherwise it is
+    // a copy stored back after `x`'s plain-read guard is gone. Either way
+    // the store never waits on this launch's own reader.
     if super::vec_dot_type(F::GGML).is_none() {
         return with_host_slice_mut(y, |y| {
             with_host_slice(x, |x| exact_form(&weights, x, m_rows, y))
         })??;
     }
+    // Activations quantized once per scope where the engine shares them
+    // (`with_shared_activations`); the numerics are `matmul_threaded`'s.
     Ok(with_host_slice_mut(y, |y| {
-        with_host_slice(x, |x| matmul_threaded(&weights, x, m_rows, y))
+        with_host_slice(x, |x| {
+            let acts = quantized_activations(F::GGML, x, m_rows, cols)?;
+            matmul_quantized_threaded(&weights, &acts, y)
+        })
     })???)
 }
 

@@ -13,6 +13,10 @@
 //! - [`quantize_activations`] + [`matmul_quantized`] /
 //!   [`matmul_quantized_threaded`]: quantize `x` once and reuse it for
 //!   several weights (q/k/v, gate/up) that share `cols` and partner type.
+//! - [`with_shared_activations`]`(x, f)`: inside `f`, every
+//!   [`qmatmul_host`] launch whose activations are `x` itself quantizes
+//!   them once per partner type (the engine's q/k/v, gate/up and the
+//!   experts of one token go through their kernel handles this way).
 //! - [`vec_dot_type`]: the partner type of a weight format.
 //! - [`qmatmul_host`]: the same behind a kernel's typed handle, as the
 //!   hand-written host path of `@host_impl(qmatmul_host)` kernels (the
@@ -69,6 +73,7 @@ mod handle;
 mod kernels;
 mod portable;
 mod schedule;
+mod shared;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -90,6 +95,7 @@ pub use kernels::{AMX_MIN_ROWS, KernelLevel, kernel_level};
 pub use schedule::{
     matmul, matmul_quantized, matmul_quantized_at, matmul_quantized_threaded, matmul_threaded,
 };
+pub use shared::with_shared_activations;
 
 use phobos_quant::GgmlType;
 

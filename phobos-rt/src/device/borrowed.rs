@@ -1,0 +1,173 @@
+//! Tensors over the caller's memory for the length of a closure: what lets
+//! a launch read `&[T]` and write `&mut [U]` without copying them in and
+//! out ([`HostDevice::with_borrowed`]).
+//!
+//! # Why it is sound
+//!
+//! A [`Tensor`] is `'static` and shares its memory through an `Arc`, so a
+//! tensor over borrowed memory must not outlive the borrow. Within the
+//! scope the closure gets `&Tensor` for the input and `&mut Tensor` for the
+//! output, and every way such a tensor could be kept past the scope is shut:
+//!
+//! - Views ([`Tensor::strided`], [`Tensor::narrow`], [`Tensor::reshape`])
+//!   are the only way to share a tensor's memory with a new tensor; on
+//!   borrowed memory they are refused (`Error::Borrowed`). `try_clone`
+//!   copies. `Tensor` is not `Clone`. So each buffer has exactly one tensor.
+//! - The input is lent as `&Tensor`: it cannot be moved out.
+//! - The output is lent as `&mut Tensor`: `std::mem::swap` (or `replace`,
+//!   `take`) could move it out. Its buffer reports its drop to the scope.
+//!   When the scope ends (normally or by unwinding) it drops the tensor in
+//!   its slot and checks that the borrowed buffer is gone. If it is not,
+//!   the closure moved the tensor out and it is alive somewhere else, and
+//!   the process aborts before the borrow ends: returning would let that
+//!   tensor reach memory the caller may free. This is the only abort,
+//!   reachable only by swapping the scope's own tensor away and keeping
+//!   it. (Swapping it out and back, or out and dropping it, is fine.)
+//! - The closure's result cannot hold the tensors: it is one type for every
+//!   lifetime of the closure's arguments.
+//!
+//! The input's memory is reached only by plain reads (`HostBuffer` refuses
+//! it writers, so plain reads never race and no atomic touches memory that
+//! is not valid for writes). The output's is reached like an owned
+//! allocation: the caller's `&mut` makes this scope its only user.
+
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::{Device, HostBuffer, HostDevice};
+use crate::tensor::Storage;
+use crate::{Element, Error, Result, Shape, Tensor};
+
+impl HostDevice {
+    /// Runs `f` on tensors that are the caller's memory, without copying:
+    /// `input` (read only) as a row-major tensor of `input_shape`, `output`
+    /// as one of `output_shape` that `f` may write (a launch's written
+    /// parameter writes straight into the slice).
+    ///
+    /// Views of these tensors are refused (`Error::Borrowed`): they could
+    /// outlive the borrow. A write to the input (a launch that writes its
+    /// parameter, `copy_from_slice`) is `Error::Borrowed` too. Moving the
+    /// output tensor out of its `&mut` (`std::mem::swap`) and keeping it
+    /// past the closure aborts the process when the scope ends (module
+    /// docs: it is the only way the borrow could be outlived).
+    ///
+    /// `LenMismatch` when a slice's length is not its shape's element count.
+    ///
+    /// ```
+    /// # fn main() -> phobos_rt::Result<()> {
+    /// use phobos_rt::host::{with_host_slice, with_host_slice_mut};
+    /// let x = [1.0f32, 2.0, 3.0, 4.0];
+    /// let mut y = [0.0f32; 4];
+    /// phobos_rt::HostDevice.with_borrowed(&x, [2, 2], &mut y, [2, 2], |xt, yt| {
+    ///     let doubled = with_host_slice(xt, |x| x.iter().map(|v| v * 2.0).collect::<Vec<_>>())?;
+    ///     with_host_slice_mut(yt, |y| y.copy_from_slice(&doubled))
+    /// })??;
+    /// assert_eq!(y, [2.0, 4.0, 6.0, 8.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_borrowed<T: Element, U: Element, R>(
+        &self,
+        input: &[T],
+        input_shape: impl Into<Shape>,
+        output: &mut [U],
+        output_shape: impl Into<Shape>,
+        f: impl FnOnce(&Tensor<T>, &mut Tensor<U>) -> R,
+    ) -> Result<R> {
+        let input_shape = checked_shape(input_shape.into(), input.len())?;
+        let output_shape = checked_shape(output_shape.into(), output.len())?;
+        // SAFETY: `input` is borrowed shared for this whole call, so it stays
+        // valid and unwritten by anyone else; the buffer writes it never
+        // (read-only). The buffer lives in exactly one tensor (views are
+        // refused), which is `scope.input`, lent to `f` as `&Tensor` only:
+        // it is dropped with `scope`, before this call returns.
+        let input_buffer = unsafe { HostBuffer::borrowed_read(input) };
+        // SAFETY: `output` is borrowed mutably for this whole call, so this
+        // buffer is its only user. Its one tensor is `scope.output`, which
+        // is dropped with `scope` before this call returns; if `f` moved it
+        // out and kept it alive, `BorrowScope::drop` aborts the process
+        // before this call can return.
+        let output_buffer = unsafe { HostBuffer::borrowed_write(output) };
+        let output_released = Arc::new(AtomicBool::new(false));
+        let output_buffer = output_buffer.reporting_drop_to(Arc::clone(&output_released));
+        let mut scope = BorrowScope {
+            input: Tensor::from_storage(Storage::Host(Arc::new(input_buffer)), input_shape),
+            output: ManuallyDrop::new(Tensor::from_storage(
+                Storage::Host(Arc::new(output_buffer)),
+                output_shape,
+            )),
+            output_released,
+        };
+        let BorrowScope { input, output, .. } = &mut scope;
+        Ok(f(input, output))
+    }
+}
+
+impl Device {
+    /// [`HostDevice::with_borrowed`] on the host; `WrongBackend` on a GPU
+    /// (its kernels cannot reach host memory).
+    pub fn with_borrowed<T: Element, U: Element, R>(
+        &self,
+        input: &[T],
+        input_shape: impl Into<Shape>,
+        output: &mut [U],
+        output_shape: impl Into<Shape>,
+        f: impl FnOnce(&Tensor<T>, &mut Tensor<U>) -> R,
+    ) -> Result<R> {
+        if !self.is_host() {
+            return Err(Error::WrongBackend {
+                op: "with_borrowed",
+                expected: "host",
+                actual: self.name(),
+            });
+        }
+        HostDevice.with_borrowed(input, input_shape, output, output_shape, f)
+    }
+}
+
+fn checked_shape(shape: Shape, len: usize) -> Result<Shape> {
+    let expected = shape.elem_count()?;
+    if expected != len {
+        return Err(Error::LenMismatch {
+            shape: shape.dims().to_vec(),
+            expected,
+            actual: len,
+        });
+    }
+    Ok(shape)
+}
+
+/// The tensors of one [`HostDevice::with_borrowed`] call.
+struct BorrowScope<T: Element, U: Element> {
+    input: Tensor<T>,
+    /// Dropped first thing in `drop`, to see whether the borrowed buffer
+    /// goes with it.
+    output: ManuallyDrop<Tensor<U>>,
+    /// Set when the output's borrowed buffer is dropped.
+    output_released: Arc<AtomicBool>,
+}
+
+impl<T: Element, U: Element> Drop for BorrowScope<T, U> {
+    fn drop(&mut self) {
+        // SAFETY: `output` is not used again: this is the scope's end.
+        unsafe { ManuallyDrop::drop(&mut self.output) };
+        // The borrowed buffer has exactly one tensor (views are refused).
+        // If it was in the slot it is gone now; if it is not gone, `f`
+        // moved it out and it is alive somewhere: it must not reach the
+        // caller's memory after the borrow ends, and nothing here can take
+        // it back, so nothing may run after this point.
+        if !self.output_released.load(Ordering::Acquire) {
+            eprintln!(
+                "phobos: a tensor borrowing the caller's memory (the output of \
+                 `with_borrowed`) was moved out of its scope and would outlive \
+                 the borrow; aborting"
+            );
+            std::process::abort();
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "borrowed_tests.rs"]
+mod tests;
