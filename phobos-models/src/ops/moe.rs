@@ -360,6 +360,8 @@ mod tests {
             rows,
             cols,
             data,
+            expert_rows: rows,
+            first_row: 0,
         };
         let weights = MoeWeights {
             router: QMatrixRef {
