@@ -150,6 +150,7 @@ impl MoeFfn {
         };
         moe_ffn(x, m, &weights, &self.routing).map_err(|e| match e {
             MoeError::Matmul(e) => EngineError::Matmul(e),
+            MoeError::RowOp(e) => EngineError::RowOp(e),
             // Load checked every expert's extent; report the tensor if not.
             MoeError::Expert { .. } => EngineError::TensorShape {
                 name: self.gate.info.name.clone(),

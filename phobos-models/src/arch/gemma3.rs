@@ -20,10 +20,10 @@ use super::{Architecture, ModelShape};
 use crate::engine::Result;
 use crate::engine::weights::{Linear, load_qkv, load_vector};
 use crate::gguf::Gguf;
-use crate::ops::activation::geglu_in_place;
 use crate::ops::attention::AttentionShape;
-use crate::ops::norm::rms_norm_rows;
 use crate::ops::rope::{Rope, RopeStyle};
+use crate::ops::rows::geglu;
+use crate::ops::rows::rms_norm;
 
 struct Layer {
     n_head: usize,
@@ -206,10 +206,10 @@ impl Architecture for Gemma3 {
 
         // Attention block: pre-norm, projections, per-head Q/K norms.
         let mut h = x.to_vec();
-        rms_norm_rows(&mut h, &layer.attn_norm, self.rms_eps);
+        rms_norm(&mut h, &layer.attn_norm, self.rms_eps)?;
         let [mut q, mut k, v] = Linear::apply_all([&layer.q, &layer.k, &layer.v], gguf, &h, m)?;
-        rms_norm_rows(&mut q, &layer.q_norm, self.rms_eps);
-        rms_norm_rows(&mut k, &layer.k_norm, self.rms_eps);
+        rms_norm(&mut q, &layer.q_norm, self.rms_eps)?;
+        rms_norm(&mut k, &layer.k_norm, self.rms_eps)?;
         let (rope, window) = if layer.local {
             (&self.rope_local, self.window)
         } else {
@@ -225,22 +225,22 @@ impl Architecture for Gemma3 {
         };
         let attn = attend(il, &shape, rope, self.attn_scale, &mut q, &mut k, &v, slots)?;
         let mut attn_out = layer.out.apply(gguf, &attn, m)?;
-        rms_norm_rows(&mut attn_out, &layer.post_attn_norm, self.rms_eps);
+        rms_norm(&mut attn_out, &layer.post_attn_norm, self.rms_eps)?;
         add_in_place(x, &attn_out);
 
         // Feed-forward block: pre-norm, GeGLU, post-norm, residual.
         let mut h = x.to_vec();
-        rms_norm_rows(&mut h, &layer.ffn_norm, self.rms_eps);
+        rms_norm(&mut h, &layer.ffn_norm, self.rms_eps)?;
         let [mut gate, up] = Linear::apply_all([&layer.gate, &layer.up], gguf, &h, m)?;
-        geglu_in_place(&mut gate, &up);
+        geglu(&mut gate, &up)?;
         let mut ffn_out = layer.down.apply(gguf, &gate, m)?;
-        rms_norm_rows(&mut ffn_out, &layer.post_ffn_norm, self.rms_eps);
+        rms_norm(&mut ffn_out, &layer.post_ffn_norm, self.rms_eps)?;
         add_in_place(x, &ffn_out);
         Ok(())
     }
 
     fn logits(&self, gguf: &Gguf, x: &mut [f32], m: usize) -> Result<Vec<f32>> {
-        rms_norm_rows(x, &self.output_norm, self.rms_eps);
+        rms_norm(x, &self.output_norm, self.rms_eps)?;
         let mut logits = self.output.apply(gguf, x, m)?;
         if let Some(cap) = self.softcap {
             logits.iter_mut().for_each(|l| *l = cap * (*l / cap).tanh());

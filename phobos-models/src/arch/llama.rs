@@ -31,11 +31,11 @@ use crate::engine::weights::{
     Linear, load_qkv, load_qkv_biases, load_vector, load_vector_optional,
 };
 use crate::gguf::Gguf;
-use crate::ops::activation::swiglu_in_place;
 use crate::ops::attention::AttentionShape;
 use crate::ops::moe::Routing;
-use crate::ops::norm::rms_norm_rows;
 use crate::ops::rope::{Rope, RopeStyle};
+use crate::ops::rows::rms_norm;
+use crate::ops::rows::swiglu;
 
 struct Layer {
     /// Query and key/value heads of this layer (per-layer metadata arrays).
@@ -276,7 +276,7 @@ impl Architecture for LlamaLike {
         let m = x.len() / self.shape.n_embd;
 
         let mut h = x.to_vec();
-        rms_norm_rows(&mut h, &layer.attn_norm, self.rms_eps);
+        rms_norm(&mut h, &layer.attn_norm, self.rms_eps)?;
         let mut q = layer.q.apply(gguf, &h, m)?;
         let mut k = layer.k.apply(gguf, &h, m)?;
         let mut v = layer.v.apply(gguf, &h, m)?;
@@ -290,8 +290,8 @@ impl Architecture for LlamaLike {
             }
         }
         if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
-            rms_norm_rows(&mut q, qn, self.rms_eps);
-            rms_norm_rows(&mut k, kn, self.rms_eps);
+            rms_norm(&mut q, qn, self.rms_eps)?;
+            rms_norm(&mut k, kn, self.rms_eps)?;
         }
         let shape = AttentionShape {
             n_head: layer.n_head,
@@ -310,12 +310,12 @@ impl Architecture for LlamaLike {
         self.add_residual(x, &mut attn_out);
 
         let mut h = x.to_vec();
-        rms_norm_rows(&mut h, &layer.ffn_norm, self.rms_eps);
+        rms_norm(&mut h, &layer.ffn_norm, self.rms_eps)?;
         let mut ffn_out = match &layer.ffn {
             Ffn::Dense { gate, up, down } => {
                 let mut g = gate.apply(gguf, &h, m)?;
                 let u = up.apply(gguf, &h, m)?;
-                swiglu_in_place(&mut g, &u);
+                swiglu(&mut g, &u)?;
                 down.apply(gguf, &g, m)?
             }
             Ffn::Experts(moe) => moe.apply(gguf, &h, m)?,
@@ -325,7 +325,7 @@ impl Architecture for LlamaLike {
     }
 
     fn logits(&self, gguf: &Gguf, x: &mut [f32], m: usize) -> Result<Vec<f32>> {
-        rms_norm_rows(x, &self.output_norm, self.rms_eps);
+        rms_norm(x, &self.output_norm, self.rms_eps)?;
         let mut logits = self.output.apply(gguf, x, m)?;
         if let Some(scales) = self.scales {
             let inv = 1.0 / scales.logit;

@@ -45,6 +45,8 @@ pub enum EngineError {
     Matmul(#[from] QMatmulError),
     #[error(transparent)]
     Attention(#[from] crate::ops::attention::AttentionError),
+    #[error(transparent)]
+    RowOp(#[from] crate::ops::rows::RowOpError),
     #[error("threads: {0}")]
     Threads(String),
 }

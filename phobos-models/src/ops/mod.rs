@@ -15,6 +15,7 @@ pub mod matmul;
 pub mod moe;
 pub mod norm;
 pub mod rope;
+pub mod rows;
 pub mod softmax;
 
 pub use matmul::{QMatmulError, QMatrixRef, matmul};

@@ -12,8 +12,8 @@ use std::borrow::Cow;
 
 use phobos_rt::host::qmatmul::with_shared_activations;
 
-use super::activation::swiglu_in_place;
 use super::matmul::{QMatmulError, QMatrixRef, matmul};
+use super::rows::swiglu;
 use super::softmax::softmax_in_place;
 use crate::quant::GgmlType;
 
@@ -97,6 +97,8 @@ pub enum MoeError {
     Expert { expert: usize, n_expert: usize },
     #[error(transparent)]
     Matmul(#[from] QMatmulError),
+    #[error(transparent)]
+    RowOp(#[from] super::rows::RowOpError),
 }
 
 /// The expert weights of one layer.
@@ -174,7 +176,7 @@ pub fn moe_ffn(
             } else {
                 with_shared_activations(&xe, gate_up)?;
             }
-            swiglu_in_place(&mut gate, &up);
+            swiglu(&mut gate, &up)?;
             let mut down = vec![0f32; n * n_embd];
             matmul(&down_w, &gate, n, &mut down)?;
             for (&(t, slot), row) in pairs.iter().zip(down.chunks(n_embd)) {
@@ -393,7 +395,7 @@ mod tests {
                     let (mut gate, mut up) = (vec![0f32; n_ff], vec![0f32; n_ff]);
                     matmul(&weights.gate.expert(e).unwrap(), xt, 1, &mut gate).unwrap();
                     matmul(&weights.up.expert(e).unwrap(), xt, 1, &mut up).unwrap();
-                    swiglu_in_place(&mut gate, &up);
+                    swiglu(&mut gate, &up).unwrap();
                     let mut down = vec![0f32; n_embd];
                     matmul(&weights.down.expert(e).unwrap(), &gate, 1, &mut down).unwrap();
                     for (o, v) in want.iter_mut().zip(down) {

@@ -18,7 +18,7 @@ use crate::gguf::Gguf;
 use crate::ops::activation::silu;
 use crate::ops::conv::{causal_conv1d, conv_state_len};
 use crate::ops::deltanet::{DeltaNetShape, gated_delta_rule, l2_norm_rows};
-use crate::ops::norm::rms_norm_rows;
+use crate::ops::rows::rms_norm;
 
 /// The recurrence's sizes (`ssm.*` metadata).
 #[derive(Debug, Clone, Copy)]
@@ -169,7 +169,7 @@ impl LinearAttention {
             );
         }
         // Gated norm per value head: rms_norm(o) * silu(z).
-        rms_norm_rows(&mut core, &self.norm, rms_eps);
+        rms_norm(&mut core, &self.norm, rms_eps)?;
         for (o, &zv) in core.iter_mut().zip(&z) {
             *o *= silu(zv);
         }

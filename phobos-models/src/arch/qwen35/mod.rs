@@ -41,12 +41,12 @@ use super::{Architecture, ModelShape};
 use crate::engine::weights::{Linear, load_qkv, load_vector};
 use crate::engine::{EngineError, Result};
 use crate::gguf::Gguf;
-use crate::ops::activation::swiglu_in_place;
 use crate::ops::attention::AttentionShape;
 use crate::ops::deltanet::DeltaNetShape;
 use crate::ops::moe::Routing;
-use crate::ops::norm::rms_norm_rows;
 use crate::ops::rope::{Rope, RopeStyle};
+use crate::ops::rows;
+use crate::ops::rows::rms_norm;
 use linear_attn::{DeltaNetDims, LinearAttention};
 
 struct FullAttention {
@@ -321,8 +321,8 @@ impl Qwen35 {
             q.extend_from_slice(&head[..hd]);
             gate.extend_from_slice(&head[hd..]);
         }
-        rms_norm_rows(&mut q, &attn.q_norm, self.rms_eps);
-        rms_norm_rows(&mut k, &attn.k_norm, self.rms_eps);
+        rms_norm(&mut q, &attn.q_norm, self.rms_eps)?;
+        rms_norm(&mut k, &attn.k_norm, self.rms_eps)?;
         let shape = AttentionShape {
             n_head: attn.n_head,
             n_head_kv: attn.n_head_kv,
@@ -455,7 +455,7 @@ impl Architecture for Qwen35 {
         let m = x.len() / self.shape.n_embd;
 
         let mut h = x.to_vec();
-        rms_norm_rows(&mut h, &layer.attn_norm, self.rms_eps);
+        rms_norm(&mut h, &layer.attn_norm, self.rms_eps)?;
         let mixed = match &layer.mixer {
             Mixer::Linear(lin) => {
                 lin.apply(gguf, il, &self.deltanet, self.rms_eps, &h, m, slots)?
@@ -465,7 +465,7 @@ impl Architecture for Qwen35 {
         add_in_place(x, &mixed);
 
         let mut h = x.to_vec();
-        rms_norm_rows(&mut h, &layer.post_attention_norm, self.rms_eps);
+        rms_norm(&mut h, &layer.post_attention_norm, self.rms_eps)?;
         let ffn_out = match &layer.ffn {
             Ffn::Dense { gate, up, down } => swiglu(gguf, gate, up, down, &h, m)?,
             Ffn::Experts { moe, shared } => {
@@ -487,7 +487,7 @@ impl Architecture for Qwen35 {
     }
 
     fn logits(&self, gguf: &Gguf, x: &mut [f32], m: usize) -> Result<Vec<f32>> {
-        rms_norm_rows(x, &self.output_norm, self.rms_eps);
+        rms_norm(x, &self.output_norm, self.rms_eps)?;
         self.output.apply(gguf, x, m)
     }
 }
@@ -502,7 +502,7 @@ fn swiglu(
     m: usize,
 ) -> Result<Vec<f32>> {
     let [mut g, u] = Linear::apply_all([gate, up], gguf, h, m)?;
-    swiglu_in_place(&mut g, &u);
+    rows::swiglu(&mut g, &u)?;
     down.apply(gguf, &g, m)
 }
 

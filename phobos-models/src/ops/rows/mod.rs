@@ -1,0 +1,134 @@
+//! The engine's row-wise ops launched as Phobos kernels through their typed
+//! handles (`rows.ph`): RMSNorm, GeGLU, SwiGLU, in place on the engine's
+//! buffers (`HostDevice::with_borrowed`, nothing copied). On the host each
+//! handle's body is the hand-written op of `ops::norm` / `ops::activation`
+//! (`@host_impl`); the generated bodies are compared with them in the tests.
+
+use phobos::{Device, Tensor};
+
+use super::activation::{geglu_in_place, swiglu_in_place};
+use super::norm::rms_norm_rows;
+
+phobos::kernel_file!("src/ops/rows/rows.ph");
+
+/// A launch that failed: which op, and the runtime's reason (a shape the
+/// kernel refuses, such as a buffer that is not whole rows).
+#[derive(Debug, thiserror::Error)]
+#[error("{op}: {source}")]
+pub struct RowOpError {
+    pub op: &'static str,
+    #[source]
+    pub source: Box<phobos::Error>,
+}
+
+fn failed(op: &'static str) -> impl Fn(phobos::Error) -> RowOpError {
+    move |source| RowOpError {
+        op,
+        source: Box::new(source),
+    }
+}
+
+/// Which body a launch runs on the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    /// The handle's `launch`: the hand-written op.
+    Launch,
+    /// `launch_generated`: the kernel's generated body.
+    Generated,
+}
+
+/// RMSNorm of each `w.len()`-wide row of `x`, in place.
+pub fn rms_norm(x: &mut [f32], w: &[f32], eps: f32) -> Result<(), RowOpError> {
+    rms_norm_with(x, w, eps, Body::Launch)
+}
+
+/// [`rms_norm`] running `body`.
+pub fn rms_norm_with(x: &mut [f32], w: &[f32], eps: f32, body: Body) -> Result<(), RowOpError> {
+    let width = w.len();
+    if width == 0 || x.is_empty() {
+        return Ok(());
+    }
+    let rows = x.len() / width;
+    let device = Device::host();
+    device
+        .with_borrowed(w, [width], x, [rows, width], |wt, xt| match body {
+            Body::Launch => rms_norm::launch(&device, xt, wt, eps),
+            Body::Generated => {
+                rms_norm::launch_generated(&device, &rms_norm::Config::default(), xt, wt, eps)
+            }
+        })
+        .and_then(|launched| launched)
+        .map_err(failed("rms_norm"))
+}
+
+/// `gate = gelu(gate) * up` (ggml's f16-rounded GELU), in place.
+pub fn geglu(gate: &mut [f32], up: &[f32]) -> Result<(), RowOpError> {
+    gated_with(gate, up, Gate::Gelu, Body::Launch)
+}
+
+/// `gate = silu(gate) * up`, in place.
+pub fn swiglu(gate: &mut [f32], up: &[f32]) -> Result<(), RowOpError> {
+    gated_with(gate, up, Gate::Silu, Body::Launch)
+}
+
+/// The activation of a gated feed-forward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    Gelu,
+    Silu,
+}
+
+/// [`geglu`] or [`swiglu`] running `body`.
+pub fn gated_with(gate: &mut [f32], up: &[f32], act: Gate, body: Body) -> Result<(), RowOpError> {
+    let op = match act {
+        Gate::Gelu => "geglu",
+        Gate::Silu => "swiglu",
+    };
+    if gate.is_empty() && up.is_empty() {
+        return Ok(());
+    }
+    let n = gate.len();
+    let device = Device::host();
+    device
+        .with_borrowed(up, [up.len()], gate, [n], |ut, gt| match (act, body) {
+            (Gate::Gelu, Body::Launch) => geglu::launch(&device, gt, ut),
+            (Gate::Gelu, Body::Generated) => {
+                geglu::launch_generated(&device, &geglu::Config::default(), gt, ut)
+            }
+            (Gate::Silu, Body::Launch) => swiglu::launch(&device, gt, ut),
+            (Gate::Silu, Body::Generated) => {
+                swiglu::launch_generated(&device, &swiglu::Config::default(), gt, ut)
+            }
+        })
+        .and_then(|launched| launched)
+        .map_err(failed(op))
+}
+
+/// `rms_norm`'s `@host_impl`: the engine's RMSNorm (ggml's statement).
+fn rms_norm_host(
+    _device: &Device,
+    x: &mut Tensor<f32>,
+    w: &Tensor<f32>,
+    eps: f32,
+) -> phobos::Result<()> {
+    phobos::host::with_host_slice(w, |w| {
+        phobos::host::with_host_slice_mut(x, |x| rms_norm_rows(x, w, eps))
+    })?
+}
+
+/// `geglu`'s `@host_impl`: ggml's f16-table GELU.
+fn geglu_host(_device: &Device, g: &mut Tensor<f32>, u: &Tensor<f32>) -> phobos::Result<()> {
+    phobos::host::with_host_slice(u, |u| {
+        phobos::host::with_host_slice_mut(g, |g| geglu_in_place(g, u))
+    })?
+}
+
+/// `swiglu`'s `@host_impl`.
+fn swiglu_host(_device: &Device, g: &mut Tensor<f32>, u: &Tensor<f32>) -> phobos::Result<()> {
+    phobos::host::with_host_slice(u, |u| {
+        phobos::host::with_host_slice_mut(g, |g| swiglu_in_place(g, u))
+    })?
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,99 @@
+//! Each row kernel's generated body against its hand-written host body
+//! (the `@host_impl` contract, SPEC.md §11), over ragged shapes.
+
+use super::*;
+use proptest::prelude::*;
+
+/// `a` and `b` agree within `ulps` units in the last place of the larger
+/// magnitude (plus `abs` for results near zero).
+fn close(a: f32, b: f32, ulps: f32, abs: f32) -> bool {
+    if a.is_nan() || b.is_nan() {
+        return a.is_nan() && b.is_nan();
+    }
+    (a - b).abs() <= ulps * f32::EPSILON * a.abs().max(b.abs()) + abs
+}
+
+fn values(seed: u64, len: usize, scale: f32) -> Vec<f32> {
+    let mut state = seed | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// The body sums squares in f32 tiles, the host in f64 in order (ggml):
+    /// each output is a few roundings of the same value.
+    #[test]
+    fn rms_norm_generated_matches_the_host_body(
+        rows in 1usize..5, width in 1usize..700, seed in any::<u64>(),
+    ) {
+        let x = values(seed, rows * width, 4.0);
+        let w = values(seed ^ 7, width, 2.0);
+        let (mut hand, mut generated) = (x.clone(), x.clone());
+        rms_norm_with(&mut hand, &w, 1e-6, Body::Launch).unwrap();
+        rms_norm_with(&mut generated, &w, 1e-6, Body::Generated).unwrap();
+        let mut want = x.clone();
+        rms_norm_rows(&mut want, &w, 1e-6);
+        prop_assert_eq!(&hand, &want, "the launch runs the engine's op");
+        for (i, (&h, &g)) in hand.iter().zip(&generated).enumerate() {
+            prop_assert!(close(h, g, 16.0, 1e-30), "{}: {} vs {}", i, h, g);
+        }
+    }
+
+    /// Both round the GELU's argument and result to f16; the body's tanh
+    /// is the host polynomial (within 4 ulp), so a result may land one f16
+    /// step away where the exact value is near a rounding boundary.
+    #[test]
+    fn gated_generated_match_the_host_bodies(len in 1usize..3000, seed in any::<u64>()) {
+        let gate = values(seed, len, 12.0);
+        let up = values(seed ^ 3, len, 3.0);
+        for (act, ulps) in [(Gate::Gelu, 2.0 * 2f32.powi(13)), (Gate::Silu, 16.0)] {
+            let (mut hand, mut generated) = (gate.clone(), gate.clone());
+            gated_with(&mut hand, &up, act, Body::Launch).unwrap();
+            gated_with(&mut generated, &up, act, Body::Generated).unwrap();
+            let mut want = gate.clone();
+            match act {
+                Gate::Gelu => geglu_in_place(&mut want, &up),
+                Gate::Silu => swiglu_in_place(&mut want, &up),
+            }
+            prop_assert_eq!(&hand, &want, "the launch runs the engine's op");
+            for (i, (&h, &g)) in hand.iter().zip(&generated).enumerate() {
+                // ulps of f32 epsilon; GELU's f16 step is 2^13 of them.
+                prop_assert!(close(h, g, ulps, 1e-6), "{:?} {}: {} vs {}", act, i, h, g);
+            }
+        }
+    }
+}
+
+#[test]
+fn ggml_edges_of_geglu_hold_in_the_generated_body() {
+    let gate = [-10.0f32, -11.0, 10.0, 12.5, f32::NAN, 0.0];
+    let up = [f32::NAN, -2.0, 3.0, -1.0, 1.0, 5.0];
+    let mut generated = gate;
+    gated_with(&mut generated, &up, Gate::Gelu, Body::Generated).unwrap();
+    let mut hand = gate;
+    geglu_in_place(&mut hand, &up);
+    for (g, h) in generated.iter().zip(&hand) {
+        assert!(
+            g.to_bits() == h.to_bits() || (g.is_nan() && h.is_nan()),
+            "{g} vs {h}"
+        );
+    }
+}
+
+#[test]
+fn a_buffer_of_partial_rows_is_an_error_naming_the_op() {
+    let mut x = vec![1.0f32; 10];
+    let err = rms_norm(&mut x, &[1.0; 4], 1e-6).unwrap_err();
+    assert_eq!(err.op, "rms_norm");
+    let mut gate = vec![1.0f32; 5];
+    let err = swiglu(&mut gate, &[1.0; 4]).unwrap_err();
+    assert_eq!(err.op, "swiglu");
+}
