@@ -7,6 +7,7 @@ use half::slice::HalfFloatSliceExt;
 use crate::engine::{Result, Session};
 use crate::ops::attention::{AttentionShape, attention};
 use crate::ops::rope::Rope;
+use crate::ops::rows::{self, RowOpError};
 
 /// One sequence's rows in a batch: rows `row0..row0 + n_tokens` of the
 /// batch's activations are its new tokens at positions `pos0..`.
@@ -94,18 +95,14 @@ fn append_f16(cache: &mut Vec<f16>, rows: &[f32], max_len: usize) {
     cache[start..].convert_from_f32_slice(rows);
 }
 
-/// `a[i] += b[i]`.
-pub(crate) fn add_in_place(a: &mut [f32], b: &[f32]) {
-    for (x, y) in a.iter_mut().zip(b) {
-        *x += y;
-    }
+/// `a[i] += b[i]` (the residual add), as a kernel launch.
+pub(crate) fn add_in_place(a: &mut [f32], b: &[f32]) -> Result<(), RowOpError> {
+    rows::add(a, b)
 }
 
-/// Adds `bias` to every row of `x`.
-pub(crate) fn add_bias(x: &mut [f32], bias: &[f32]) {
-    for row in x.chunks_mut(bias.len().max(1)) {
-        add_in_place(row, bias);
-    }
+/// Adds `bias` to every row of `x`, as a kernel launch.
+pub(crate) fn add_bias(x: &mut [f32], bias: &[f32]) -> Result<(), RowOpError> {
+    rows::add_bias(x, bias)
 }
 
 #[cfg(test)]

@@ -226,7 +226,7 @@ impl Architecture for Gemma3 {
         let attn = attend(il, &shape, rope, self.attn_scale, &mut q, &mut k, &v, slots)?;
         let mut attn_out = layer.out.apply(gguf, &attn, m)?;
         rms_norm(&mut attn_out, &layer.post_attn_norm, self.rms_eps)?;
-        add_in_place(x, &attn_out);
+        add_in_place(x, &attn_out)?;
 
         // Feed-forward block: pre-norm, GeGLU, post-norm, residual.
         let mut h = x.to_vec();
@@ -235,7 +235,7 @@ impl Architecture for Gemma3 {
         geglu(&mut gate, &up)?;
         let mut ffn_out = layer.down.apply(gguf, &gate, m)?;
         rms_norm(&mut ffn_out, &layer.post_ffn_norm, self.rms_eps)?;
-        add_in_place(x, &ffn_out);
+        add_in_place(x, &ffn_out)?;
         Ok(())
     }
 

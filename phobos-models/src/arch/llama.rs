@@ -242,11 +242,12 @@ impl LlamaLike {
 
 impl LlamaLike {
     /// `x += block_out`, the block's output first scaled for minicpm.
-    fn add_residual(&self, x: &mut [f32], block_out: &mut [f32]) {
+    fn add_residual(&self, x: &mut [f32], block_out: &mut [f32]) -> Result<()> {
         if let Some(scales) = self.scales {
             block_out.iter_mut().for_each(|v| *v *= scales.residual);
         }
-        add_in_place(x, block_out);
+        add_in_place(x, block_out)?;
+        Ok(())
     }
 }
 
@@ -286,7 +287,7 @@ impl Architecture for LlamaLike {
             (&mut v, &layer.v_bias),
         ] {
             if let Some(b) = b {
-                add_bias(t, b);
+                add_bias(t, b)?;
             }
         }
         if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
@@ -305,9 +306,9 @@ impl Architecture for LlamaLike {
         let attn = attend(il, &shape, &self.rope, q_scale, &mut q, &mut k, &v, slots)?;
         let mut attn_out = layer.out.apply(gguf, &attn, m)?;
         if let Some(b) = &layer.out_bias {
-            add_bias(&mut attn_out, b);
+            add_bias(&mut attn_out, b)?;
         }
-        self.add_residual(x, &mut attn_out);
+        self.add_residual(x, &mut attn_out)?;
 
         let mut h = x.to_vec();
         rms_norm(&mut h, &layer.ffn_norm, self.rms_eps)?;
@@ -320,7 +321,7 @@ impl Architecture for LlamaLike {
             }
             Ffn::Experts(moe) => moe.apply(gguf, &h, m)?,
         };
-        self.add_residual(x, &mut ffn_out);
+        self.add_residual(x, &mut ffn_out)?;
         Ok(())
     }
 

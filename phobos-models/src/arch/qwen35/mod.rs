@@ -462,7 +462,7 @@ impl Architecture for Qwen35 {
             }
             Mixer::Full(attn) => self.full_attention(gguf, il, attn, &h, m, slots)?,
         };
-        add_in_place(x, &mixed);
+        add_in_place(x, &mixed)?;
 
         let mut h = x.to_vec();
         rms_norm(&mut h, &layer.post_attention_norm, self.rms_eps)?;
@@ -482,7 +482,7 @@ impl Architecture for Qwen35 {
                 out
             }
         };
-        add_in_place(x, &ffn_out);
+        add_in_place(x, &ffn_out)?;
         Ok(())
     }
 

@@ -1,5 +1,6 @@
 //! The engine's row-wise ops launched as Phobos kernels through their typed
-//! handles (`rows.ph`): RMSNorm, GeGLU, SwiGLU, in place on the engine's
+//! handles (`rows.ph`): RMSNorm, GeGLU, SwiGLU, residual and bias adds, in
+//! place on the engine's
 //! buffers (`HostDevice::with_borrowed`, nothing copied). On the host each
 //! handle's body is the hand-written op of `ops::norm` / `ops::activation`
 //! (`@host_impl`); the generated bodies are compared with them in the tests.
@@ -102,6 +103,75 @@ pub fn gated_with(gate: &mut [f32], up: &[f32], act: Gate, body: Body) -> Result
         })
         .and_then(|launched| launched)
         .map_err(failed(op))
+}
+
+/// `x += y`, in place (a residual add).
+pub fn add(x: &mut [f32], y: &[f32]) -> Result<(), RowOpError> {
+    add_with(x, y, Body::Launch)
+}
+
+/// [`add`] running `body`.
+pub fn add_with(x: &mut [f32], y: &[f32], body: Body) -> Result<(), RowOpError> {
+    if x.is_empty() && y.is_empty() {
+        return Ok(());
+    }
+    let device = Device::host();
+    let n = x.len();
+    device
+        .with_borrowed(y, [y.len()], x, [n], |yt, xt| match body {
+            Body::Launch => add::launch(&device, xt, yt),
+            Body::Generated => add::launch_generated(&device, &add::Config::default(), xt, yt),
+        })
+        .and_then(|launched| launched)
+        .map_err(failed("add"))
+}
+
+/// `bias` added to every `bias.len()`-wide row of `x`, in place.
+pub fn add_bias(x: &mut [f32], bias: &[f32]) -> Result<(), RowOpError> {
+    add_bias_with(x, bias, Body::Launch)
+}
+
+/// [`add_bias`] running `body`.
+pub fn add_bias_with(x: &mut [f32], bias: &[f32], body: Body) -> Result<(), RowOpError> {
+    let width = bias.len();
+    if width == 0 || x.is_empty() {
+        return Ok(());
+    }
+    let rows = x.len() / width;
+    let device = Device::host();
+    device
+        .with_borrowed(bias, [width], x, [rows, width], |bt, xt| match body {
+            Body::Launch => add_bias::launch(&device, xt, bt),
+            Body::Generated => {
+                add_bias::launch_generated(&device, &add_bias::Config::default(), xt, bt)
+            }
+        })
+        .and_then(|launched| launched)
+        .map_err(failed("add_bias"))
+}
+
+/// `add`'s `@host_impl`.
+fn add_host(_device: &Device, x: &mut Tensor<f32>, y: &Tensor<f32>) -> phobos::Result<()> {
+    phobos::host::with_host_slice(y, |y| {
+        phobos::host::with_host_slice_mut(x, |x| {
+            for (a, &b) in x.iter_mut().zip(y) {
+                *a += b;
+            }
+        })
+    })?
+}
+
+/// `add_bias`'s `@host_impl`.
+fn add_bias_host(_device: &Device, x: &mut Tensor<f32>, b: &Tensor<f32>) -> phobos::Result<()> {
+    phobos::host::with_host_slice(b, |b| {
+        phobos::host::with_host_slice_mut(x, |x| {
+            for row in x.chunks_mut(b.len().max(1)) {
+                for (a, &v) in row.iter_mut().zip(b) {
+                    *a += v;
+                }
+            }
+        })
+    })?
 }
 
 /// `rms_norm`'s `@host_impl`: the engine's RMSNorm (ggml's statement).

@@ -40,3 +40,20 @@ kernel swiglu(G: tensor<f32>[N], U: tensor<f32>[N]) {
   let i = program_id(0) * 1024
   G[i :+ 1024] = silu(G[i :+ 1024]) * U[i :+ 1024]
 }
+
+// X += Y (the residual adds).
+@host_impl(add_host)
+@grid(cdiv(N, 1024))
+kernel add(X: tensor<f32>[N], Y: tensor<f32>[N]) {
+  let i = program_id(0) * 1024
+  X[i :+ 1024] = X[i :+ 1024] + Y[i :+ 1024]
+}
+
+// X[r, :] += B for every row (projection biases).
+@host_impl(add_bias_host)
+@grid(R, cdiv(C, 256))
+kernel add_bias(X: tensor<f32>[R, C], B: tensor<f32>[C]) {
+  let r = program_id(0)
+  let c = program_id(1) * 256
+  X[r, c :+ 256] = X[r, c :+ 256] + B[c :+ 256]
+}

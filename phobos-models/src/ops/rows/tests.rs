@@ -72,6 +72,30 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// One rounding per element on both sides: bit-identical.
+    #[test]
+    fn adds_generated_equal_the_host_bodies(rows in 1usize..5, width in 1usize..700, seed in any::<u64>()) {
+        let x = values(seed, rows * width, 5.0);
+        let y = values(seed ^ 9, rows * width, 5.0);
+        let bias = values(seed ^ 11, width, 5.0);
+        let (mut hand, mut generated) = (x.clone(), x.clone());
+        add_with(&mut hand, &y, Body::Launch).unwrap();
+        add_with(&mut generated, &y, Body::Generated).unwrap();
+        let want: Vec<f32> = x.iter().zip(&y).map(|(a, b)| a + b).collect();
+        prop_assert_eq!(&hand, &want);
+        prop_assert_eq!(&generated, &want);
+        let (mut hand, mut generated) = (x.clone(), x.clone());
+        add_bias_with(&mut hand, &bias, Body::Launch).unwrap();
+        add_bias_with(&mut generated, &bias, Body::Generated).unwrap();
+        let want: Vec<f32> = x.iter().enumerate().map(|(i, a)| a + bias[i % width]).collect();
+        prop_assert_eq!(&hand, &want);
+        prop_assert_eq!(&generated, &want);
+    }
+}
+
 #[test]
 fn ggml_edges_of_geglu_hold_in_the_generated_body() {
     let gate = [-10.0f32, -11.0, 10.0, 12.5, f32::NAN, 0.0];
