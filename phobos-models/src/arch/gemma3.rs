@@ -21,6 +21,7 @@ use crate::engine::Result;
 use crate::engine::weights::{Linear, load_qkv, load_vector};
 use crate::gguf::Gguf;
 use crate::ops::attention::AttentionShape;
+use crate::ops::embed::embed_rows;
 use crate::ops::rope::{Rope, RopeStyle};
 use crate::ops::rows::geglu;
 use crate::ops::rows::rms_norm;
@@ -184,12 +185,9 @@ impl Architecture for Gemma3 {
     }
 
     fn embed(&self, gguf: &Gguf, tokens: &[u32], out: &mut [f32]) -> Result<()> {
-        let d = self.shape.n_embd;
-        let scale = (d as f32).sqrt();
-        for (&t, row) in tokens.iter().zip(out.chunks_mut(d)) {
-            self.token_embd.row_into(gguf, t as usize, row)?;
-            row.iter_mut().for_each(|x| *x *= scale);
-        }
+        let scale = (self.shape.n_embd as f32).sqrt();
+        embed_rows(&self.token_embd.view(gguf), tokens, out)?;
+        out.iter_mut().for_each(|x| *x *= scale);
         Ok(())
     }
 

@@ -32,6 +32,7 @@ use crate::engine::weights::{
 };
 use crate::gguf::Gguf;
 use crate::ops::attention::AttentionShape;
+use crate::ops::embed::embed_rows;
 use crate::ops::moe::Routing;
 use crate::ops::rope::{Rope, RopeStyle};
 use crate::ops::rows::rms_norm;
@@ -257,11 +258,9 @@ impl Architecture for LlamaLike {
     }
 
     fn embed(&self, gguf: &Gguf, tokens: &[u32], out: &mut [f32]) -> Result<()> {
-        for (&t, row) in tokens.iter().zip(out.chunks_mut(self.shape.n_embd)) {
-            self.token_embd.row_into(gguf, t as usize, row)?;
-            if let Some(scales) = self.scales {
-                row.iter_mut().for_each(|x| *x *= scales.embedding);
-            }
+        embed_rows(&self.token_embd.view(gguf), tokens, out)?;
+        if let Some(scales) = self.scales {
+            out.iter_mut().for_each(|x| *x *= scales.embedding);
         }
         Ok(())
     }

@@ -47,6 +47,8 @@ pub enum EngineError {
     Attention(#[from] crate::ops::attention::AttentionError),
     #[error(transparent)]
     RowOp(#[from] crate::ops::rows::RowOpError),
+    #[error(transparent)]
+    Embed(#[from] crate::ops::embed::EmbedError),
     #[error("threads: {0}")]
     Threads(String),
 }

@@ -11,6 +11,7 @@ pub mod activation;
 pub mod attention;
 pub mod conv;
 pub mod deltanet;
+pub mod embed;
 pub mod matmul;
 pub mod moe;
 pub mod norm;

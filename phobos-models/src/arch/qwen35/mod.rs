@@ -43,6 +43,7 @@ use crate::engine::{EngineError, Result};
 use crate::gguf::Gguf;
 use crate::ops::attention::AttentionShape;
 use crate::ops::deltanet::DeltaNetShape;
+use crate::ops::embed::embed_rows;
 use crate::ops::moe::Routing;
 use crate::ops::rope::{Rope, RopeStyle};
 use crate::ops::rows;
@@ -438,9 +439,7 @@ impl Architecture for Qwen35 {
     }
 
     fn embed(&self, gguf: &Gguf, tokens: &[u32], out: &mut [f32]) -> Result<()> {
-        for (&t, row) in tokens.iter().zip(out.chunks_mut(self.shape.n_embd)) {
-            self.token_embd.row_into(gguf, t as usize, row)?;
-        }
+        embed_rows(&self.token_embd.view(gguf), tokens, out)?;
         Ok(())
     }
 
