@@ -141,22 +141,6 @@ impl Linear {
         })
     }
 
-    /// Dequantizes row `row` (an embedding lookup) into `out`.
-    pub fn row_into(&self, gguf: &Gguf, row: usize, out: &mut [f32]) -> Result<()> {
-        let view = self.view(gguf);
-        let row_bytes = view.row_bytes().unwrap_or(0);
-        let bytes = view
-            .data
-            .get(row * row_bytes..(row + 1) * row_bytes)
-            .unwrap_or(&[]);
-        crate::quant::dequantize(view.ty, bytes, out).map_err(|source| {
-            EngineError::Gguf(crate::gguf::GgufError::Dequantize {
-                tensor: self.info.name.clone(),
-                source,
-            })
-        })
-    }
-
     /// Bytes of this matrix (its rows only, for a part of a fused tensor).
     pub fn n_bytes(&self) -> u64 {
         let shape = QMatrixRef {
