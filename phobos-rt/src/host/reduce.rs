@@ -10,6 +10,7 @@
 //! are exact; a float sum is the same sum rounded in another order
 //! (SPEC.md §10: the error bound of any order, `(n - 1) u sum |x|`, holds).
 
+use super::loaded::TileData;
 use super::tile::{Tile, TileShape};
 use crate::{Element, Error, Num, Result};
 
@@ -61,7 +62,7 @@ fn sum_slice<T: Num>(values: &[T]) -> T::Sum {
 #[inline]
 fn reduce_rows<T: Element, A: Copy>(
     op: &'static str,
-    t: &Tile<T>,
+    t: &(impl TileData<T> + ?Sized),
     init: A,
     reduce: impl Fn(&[T]) -> A,
     finish: impl Fn(A) -> T,
@@ -95,19 +96,19 @@ fn reduce_rows<T: Element, A: Copy>(
 
 /// Sum over the last dim: `[.., N] -> [.., 1]`.
 #[inline]
-pub fn rowsum<T: Num>(t: &Tile<T>) -> Result<Tile<T>> {
+pub fn rowsum<T: Num, S: TileData<T> + ?Sized>(t: &S) -> Result<Tile<T>> {
     reduce_rows("rowsum", t, T::Sum::ZERO, sum_slice, T::from_sum)
 }
 
 /// Max over the last dim: `[.., N] -> [.., 1]`.
 #[inline]
-pub fn rowmax<T: Element>(t: &Tile<T>) -> Result<Tile<T>> {
+pub fn rowmax<T: Element, S: TileData<T> + ?Sized>(t: &S) -> Result<Tile<T>> {
     reduce_rows("rowmax", t, T::LOWEST, max_slice, |a| a)
 }
 
 /// Min over the last dim: `[.., N] -> [.., 1]`.
 #[inline]
-pub fn rowmin<T: Element>(t: &Tile<T>) -> Result<Tile<T>> {
+pub fn rowmin<T: Element, S: TileData<T> + ?Sized>(t: &S) -> Result<Tile<T>> {
     reduce_rows("rowmin", t, T::HIGHEST, min_slice, |a| a)
 }
 
@@ -123,19 +124,19 @@ fn min_slice<T: Element>(values: &[T]) -> T {
 
 /// Sum of every element.
 #[inline]
-pub fn sum<T: Num>(t: &Tile<T>) -> T {
+pub fn sum<T: Num, S: TileData<T> + ?Sized>(t: &S) -> T {
     T::from_sum(sum_slice(t.as_slice()))
 }
 
 /// Max of every element (`LOWEST` when empty).
 #[inline]
-pub fn max<T: Element>(t: &Tile<T>) -> T {
+pub fn max<T: Element, S: TileData<T> + ?Sized>(t: &S) -> T {
     max_slice(t.as_slice())
 }
 
 /// Min of every element (`HIGHEST` when empty).
 #[inline]
-pub fn min<T: Element>(t: &Tile<T>) -> T {
+pub fn min<T: Element, S: TileData<T> + ?Sized>(t: &S) -> T {
     min_slice(t.as_slice())
 }
 

@@ -6,6 +6,7 @@
 //! tile. Tensor strides are honoured.
 
 use super::broadcast::broadcast_to;
+use super::loaded::LoadedTile;
 use super::tile::{Tile, TileShape};
 use super::view::{RawView, Readable, TensorWrite};
 use crate::{Element, Error, Num, Result};
@@ -105,6 +106,28 @@ impl Plan {
         })
     }
 
+    /// The tensor element of the tile's first element when the tile is
+    /// one contiguous run of the tensor's memory in row-major order with no
+    /// masked element (and at least one element); `None` otherwise.
+    fn contiguous_block(&self) -> Option<usize> {
+        if self.tile.is_empty() || !self.all_in_bounds() {
+            return None;
+        }
+        // Row-major contiguity: every dim longer than 1 strides over
+        // exactly the elements of the dims inside it.
+        let mut inner_len = 1usize;
+        let mut first_elem = self.offset;
+        for d in (0..self.rank).rev() {
+            if self.len[d] > 1 && self.stride[d] != inner_len {
+                return None;
+            }
+            inner_len *= self.len[d];
+            // In bounds, so non-negative and inside the allocation.
+            first_elem += self.start[d] as usize * self.stride[d];
+        }
+        Some(first_elem)
+    }
+
     /// Element distance to the tile a kernel loop most likely loads next, for
     /// prefetching. Loops over a reduction dim step along the tile's shorter
     /// side (`A[m :+ 64, k :+ 32]` along the last dim, `B[k :+ 32, n :+ 64]`
@@ -172,6 +195,42 @@ pub fn load<T: Element, V: Readable<T>>(view: &V, slices: &[Slice], other: T) ->
     let read = view.read_view();
     let raw = read.raw();
     let plan = Plan::new(raw.shape, raw.strides, raw.offset, slices)?;
+    Ok(load_planned(&raw, &plan, other))
+}
+
+/// Loads the tile `view[slices]` like [`load`], reading the tensor's memory
+/// in place (no copy) when the view may read plainly (a [`PlainRead`]
+/// view, see [`super::PlainRead`]) and the tile is one contiguous block
+/// with no masked element; otherwise [`load`]'s copy. Either way the
+/// tile holds the same values.
+///
+/// [`PlainRead`]: super::PlainRead
+pub fn load_in_place<'v, T: Element, V: Readable<T>>(
+    view: &'v V,
+    slices: &[Slice],
+    other: T,
+) -> Result<LoadedTile<'v, T>> {
+    let read = view.read_view();
+    let raw = read.raw();
+    let plan = Plan::new(raw.shape, raw.strides, raw.offset, slices)?;
+    if raw.plain
+        && let Some(first_elem) = plan.contiguous_block()
+    {
+        let len = plan.tile.len();
+        // As `load` does: start fetching the tile a loop most likely
+        // reads next.
+        raw.prefetch(first_elem + plan.likely_next_tile_delta(), len);
+        // SAFETY: `contiguous_block` only returns blocks whose `len`
+        // elements are all in bounds, and the view reads plainly, so no
+        // one writes them while the launch (the view's lifetime) runs.
+        let data = unsafe { raw.plain_block(first_elem, len) };
+        return Ok(LoadedTile::borrowed(plan.tile, data));
+    }
+    Ok(LoadedTile::owned(load_planned(&raw, &plan, other)))
+}
+
+/// The copying load of a planned slice.
+fn load_planned<T: Element>(raw: &RawView<'_, T>, plan: &Plan, other: T) -> Tile<T> {
     let next_tile_delta = plan.likely_next_tile_delta();
     // Start fetching the rows of the tile a loop will most likely load next;
     // measured ~25% off cold gemm-style loads.
@@ -212,7 +271,7 @@ pub fn load<T: Element, V: Readable<T>>(view: &V, slices: &[Slice], other: T) ->
         });
         data
     };
-    Ok(Tile::from_parts(plan.tile, data))
+    Tile::from_parts(plan.tile, data)
 }
 
 /// The in-bounds part of `row` as a slice, when the view may read plainly

@@ -28,6 +28,7 @@ mod cuda_launch;
 mod expr;
 mod fuse;
 mod grid;
+mod in_place;
 mod launcher;
 mod names;
 mod ownership;
@@ -126,6 +127,9 @@ pub(crate) struct Generator<'k> {
     overrides: RefCell<Vec<(*const Expr, TokenStream)>>,
     /// Numbers the names of fused leaves, unique within the kernel.
     fused_ids: Cell<usize>,
+    /// `let` locals bound to a `host::LoadedTile` (a tensor load that may
+    /// read the tensor in place) instead of a `Tile` ([`in_place`]).
+    in_place_locals: RefCell<Vec<LocalId>>,
 }
 
 impl<'k> Generator<'k> {
@@ -135,6 +139,7 @@ impl<'k> Generator<'k> {
             uses_tile_slice: Cell::new(false),
             overrides: RefCell::new(Vec::new()),
             fused_ids: Cell::new(0),
+            in_place_locals: RefCell::new(Vec::new()),
         }
     }
 
