@@ -37,6 +37,75 @@ struct Plan {
     tile: TileShape,
 }
 
+/// A slice that is one contiguous, unmasked, non-empty run of the
+/// tensor's memory in row-major tile order: the common case of a row-wise
+/// kernel's loads and stores, planned in one pass without a [`Plan`].
+struct Block {
+    tile: TileShape,
+    /// Tensor element (from the allocation base) of the tile's first.
+    first_elem: usize,
+    /// [`Plan::likely_next_tile_delta`] of the same slice.
+    next_tile_delta: usize,
+}
+
+impl Block {
+    /// The block `slices` select, or `None` when they do not select one
+    /// (a masked coordinate, a stride that skips, no element, or slices
+    /// that do not fit the tensor: the caller then plans in full, which
+    /// reports the error).
+    #[inline]
+    fn of(shape: &[usize], strides: &[usize], offset: usize, slices: &[Slice]) -> Option<Block> {
+        let rank = shape.len();
+        if slices.len() != rank || rank > MAX_SLICE_RANK || strides.len() != rank {
+            return None;
+        }
+        let mut dims = [0usize; MAX_SLICE_RANK];
+        let mut tile_rank = 0;
+        let mut lens = [1usize; MAX_SLICE_RANK];
+        let mut first_elem = offset;
+        // Row-major contiguity: walking out from the last dim, every dim
+        // longer than 1 strides over exactly the elements inside it.
+        let mut inner_len = 1usize;
+        for d in (0..rank).rev() {
+            let (start, len, kept) = match slices[d] {
+                Slice::Point(i) => (i, 1, false),
+                Slice::Span { start, len } => (start, len, true),
+                Slice::Full => (0, shape[d], true),
+            };
+            let start = usize::try_from(start).ok()?;
+            if len == 0 || start.checked_add(len)? > shape[d] {
+                return None;
+            }
+            if len > 1 && strides[d] != inner_len {
+                return None;
+            }
+            inner_len = inner_len.checked_mul(len)?;
+            first_elem += start * strides[d];
+            lens[d] = len;
+            if kept {
+                dims[tile_rank] = len;
+                tile_rank += 1;
+            }
+        }
+        dims[..tile_rank].reverse();
+        let tile = TileShape::new(&dims[..tile_rank]).ok()?;
+        // As `Plan::likely_next_tile_delta` (a rank-0 tensor plans as one
+        // dim of extent 1).
+        let last = rank.saturating_sub(1);
+        let stride = |d: usize| strides.get(d).copied().unwrap_or(0);
+        let next_tile_delta = if last > 0 && lens[0] > 1 && lens[0] < lens[last] {
+            lens[0].saturating_mul(stride(0))
+        } else {
+            lens[last].saturating_mul(stride(last))
+        };
+        Some(Block {
+            tile,
+            first_elem,
+            next_tile_delta,
+        })
+    }
+}
+
 /// The in-bounds part of a row along the last dim.
 #[derive(Clone, Copy)]
 struct Row {
@@ -104,28 +173,6 @@ impl Plan {
             let start = i128::from(self.start[d]);
             start >= 0 && start + self.len[d] as i128 <= self.extent[d] as i128
         })
-    }
-
-    /// The tensor element of the tile's first element when the tile is
-    /// one contiguous run of the tensor's memory in row-major order with no
-    /// masked element (and at least one element); `None` otherwise.
-    fn contiguous_block(&self) -> Option<usize> {
-        if self.tile.is_empty() || !self.all_in_bounds() {
-            return None;
-        }
-        // Row-major contiguity: every dim longer than 1 strides over
-        // exactly the elements of the dims inside it.
-        let mut inner_len = 1usize;
-        let mut first_elem = self.offset;
-        for d in (0..self.rank).rev() {
-            if self.len[d] > 1 && self.stride[d] != inner_len {
-                return None;
-            }
-            inner_len *= self.len[d];
-            // In bounds, so non-negative and inside the allocation.
-            first_elem += self.start[d] as usize * self.stride[d];
-        }
-        Some(first_elem)
     }
 
     /// Element distance to the tile a kernel loop most likely loads next, for
@@ -212,20 +259,20 @@ pub fn load_in_place<'v, T: Element, V: Readable<T>>(
 ) -> Result<LoadedTile<'v, T>> {
     let read = view.read_view();
     let raw = read.raw();
-    let plan = Plan::new(raw.shape, raw.strides, raw.offset, slices)?;
     if raw.plain
-        && let Some(first_elem) = plan.contiguous_block()
+        && let Some(block) = Block::of(raw.shape, raw.strides, raw.offset, slices)
     {
-        let len = plan.tile.len();
+        let len = block.tile.len();
         // As `load` does: start fetching the tile a loop most likely
         // reads next.
-        raw.prefetch(first_elem + plan.likely_next_tile_delta(), len);
-        // SAFETY: `contiguous_block` only returns blocks whose `len`
-        // elements are all in bounds, and the view reads plainly, so no
-        // one writes them while the launch (the view's lifetime) runs.
-        let data = unsafe { raw.plain_block(first_elem, len) };
-        return Ok(LoadedTile::borrowed(plan.tile, data));
+        raw.prefetch(block.first_elem + block.next_tile_delta, len);
+        // SAFETY: `Block::of` only returns blocks whose `len` elements
+        // are all in bounds, and the view reads plainly, so no one writes
+        // them while the launch (the view's lifetime) runs.
+        let data = unsafe { raw.plain_block(block.first_elem, len) };
+        return Ok(LoadedTile::borrowed(block.tile, data));
     }
+    let plan = Plan::new(raw.shape, raw.strides, raw.offset, slices)?;
     Ok(LoadedTile::owned(load_planned(&raw, &plan, other)))
 }
 
@@ -312,6 +359,15 @@ pub fn store<T: Element>(
     tile: &Tile<T>,
 ) -> Result<()> {
     let raw = view.raw();
+    // A whole contiguous block stored plainly: one copy, no plan.
+    if raw.plain_store
+        && let Some(block) = Block::of(raw.shape, raw.strides, raw.offset, slices)
+        && block.tile.dims() == tile.shape()
+        // SAFETY: the block's elements are in bounds and contiguous.
+        && unsafe { raw.store_row(block.first_elem, tile.as_slice()) }
+    {
+        return Ok(());
+    }
     let plan = Plan::new(raw.shape, raw.strides, raw.offset, slices)?;
     let broadcast;
     let src = if tile.shape() == plan.tile.dims() {

@@ -490,3 +490,27 @@ proptest! {
         prop_assert_eq!(as_tile, copied);
     }
 }
+
+proptest! {
+    /// A store with plain stores allowed (whole contiguous blocks go out
+    /// as one copy) leaves what the element-by-element store leaves.
+    #[test]
+    fn plain_stores_match_the_element_stores((shape, reversed, slices) in case()) {
+        let (mut plain_target, _) = make_tensor(&shape, reversed);
+        let (mut atomic_target, _) = make_tensor(&shape, reversed);
+        let tile_shape = load(&TensorRead::new(&plain_target).unwrap(), &slices, 0).unwrap().shape().to_vec();
+        let len: usize = tile_shape.iter().product();
+        let tile = Tile::from_vec(&tile_shape, (0..len as i32).map(|x| 500 - x).collect()).unwrap();
+        {
+            let mut w = TensorWrite::new(&mut plain_target).unwrap();
+            // SAFETY: one thread stores; nothing else reads the tensor.
+            let _ = unsafe { w.allow_plain_stores() };
+            store(&w, &slices, &tile).unwrap();
+        }
+        {
+            let w = TensorWrite::new(&mut atomic_target).unwrap();
+            store(&w, &slices, &tile).unwrap();
+        }
+        prop_assert_eq!(plain_target.to_vec().unwrap(), atomic_target.to_vec().unwrap());
+    }
+}
