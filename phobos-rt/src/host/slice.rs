@@ -292,7 +292,7 @@ fn load_planned<T: Element>(raw: &RawView<'_, T>, plan: &Plan, other: T) -> Tile
         plan.for_each_row(|row| {
             let len = row.hi - row.lo;
             // SAFETY (both): `for_each_row` only yields in-bounds coordinates.
-            match unsafe { contiguous_row(&raw, &row, len) } {
+            match unsafe { contiguous_row(raw, &row, len) } {
                 Some(values) => data.extend_from_slice(values),
                 None => data.extend(
                     (0..len).map(|j| unsafe { raw.load_at(row.first_elem + j * row.stride) }),
@@ -306,7 +306,7 @@ fn load_planned<T: Element>(raw: &RawView<'_, T>, plan: &Plan, other: T) -> Tile
         plan.for_each_row(|row| {
             let dst = &mut data[row.tile_start + row.lo..row.tile_start + row.hi];
             // SAFETY (both): `for_each_row` only yields in-bounds coordinates.
-            match unsafe { contiguous_row(&raw, &row, dst.len()) } {
+            match unsafe { contiguous_row(raw, &row, dst.len()) } {
                 Some(values) => dst.copy_from_slice(values),
                 None => {
                     for (j, slot) in dst.iter_mut().enumerate() {
