@@ -18,7 +18,9 @@
 //! `#[target_feature]`, and a portable one), and `launch_with` calls the
 //! one `host::simd_level()` picks. A tree of
 //! elementwise ops becomes one loop ([`fuse`]), written as a `for` loop in
-//! the body so it is compiled for the body's level. Stores into
+//! the body so it is compiled for the body's level. Loads that a fused
+//! loop or a reduction reads go through `host::load_in_place` and read
+//! the tensor where it lies when they can ([`in_place`]). Stores into
 //! program-owned tensors ([`ownership`]) are plain. Every
 //! path in the output goes through `::phobos::__private`, which the facade
 //! crate and phobos-rt (via `extern crate self as phobos`) both provide.
