@@ -1,5 +1,6 @@
 //! Layout ops and tile construction.
 
+use super::loaded::TileData;
 use super::tile::{Tile, TileShape};
 use crate::{Element, Error, Num, Result};
 
@@ -10,7 +11,7 @@ pub fn full<T: Element>(shape: &[usize], value: T) -> Result<Tile<T>> {
 
 /// `Ok` when `t` has exactly `shape`, else `ShapeMismatch`: the operands
 /// of a fused elementwise loop (generated code) all have the result's shape.
-pub fn expect_shape<T: Element>(t: &Tile<T>, shape: &[usize]) -> Result<()> {
+pub fn expect_shape<T: Element, S: TileData<T> + ?Sized>(t: &S, shape: &[usize]) -> Result<()> {
     if t.shape() == shape {
         Ok(())
     } else {

@@ -27,7 +27,10 @@
 //!   as `other`; [`store`], [`store_scalar`], [`atomic_add`] and
 //!   [`atomic_add_scalar`] skip them. `Point` dims drop out of the tile shape.
 //!   Tensors up to [`MAX_SLICE_RANK`] dims can be sliced. `load` also
-//!   prefetches the tile a loop most likely reads next.
+//!   prefetches the tile a loop most likely reads next. [`load_in_place`]
+//!   gives a [`LoadedTile`] that reads an unmasked contiguous block of a
+//!   plainly read tensor where it lies (no copy), else `load`'s copy;
+//!   fused loops read either through [`TileData`].
 //! - Elementwise (NumPy broadcasting, see [`broadcast_shapes`]):
 //!   [`add`] [`sub`] [`mul`] [`div`] [`rem`] [`neg`] [`abs`];
 //!   [`eq`] [`ne`] [`lt`] [`le`] [`gt`] [`ge`] (to `Tile<bool>`);
@@ -70,6 +73,7 @@ mod elementwise;
 mod grid;
 pub mod host_impl;
 mod layout;
+mod loaded;
 pub mod math;
 pub mod qmatmul;
 mod quant;
@@ -90,6 +94,7 @@ pub use elementwise::{
 pub use grid::{GridIndex, run_grid, try_run_grid};
 pub use host_impl::{HostImplMode, with_host_slice, with_host_slice_mut};
 pub use layout::{arange, cumsum, expect_shape, full, reshape, transpose, tril, zeros};
+pub use loaded::{LoadedTile, TileData};
 pub use quant::{
     QTile, QuantRead, QuantWrite, dequant, dot_quant_lhs, dot_quant_rhs, dot_t_quant_lhs,
     dot_t_quant_rhs, ggml_partner, ggml_rows, load_quant, qlevels, qscales, store_quant,
@@ -97,7 +102,8 @@ pub use quant::{
 pub use reduce::{max, min, rowmax, rowmin, rowsum, sum};
 pub use simd::{SimdLevel, simd_level, with_simd_cap};
 pub use slice::{
-    MAX_SLICE_RANK, Slice, atomic_add, atomic_add_scalar, load, load_point, store, store_scalar,
+    MAX_SLICE_RANK, Slice, atomic_add, atomic_add_scalar, load, load_in_place, load_point, store,
+    store_scalar,
 };
 pub use tile::{MAX_TILE_LEN, MAX_TILE_RANK, Tile, TileShape};
 pub use view::{PlainRead, Readable, TensorRead, TensorWrite};

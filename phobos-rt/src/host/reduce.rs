@@ -10,6 +10,7 @@
 //! are exact; a float sum is the same sum rounded in another order
 //! (SPEC.md §10: the error bound of any order, `(n - 1) u sum |x|`, holds).
 
+use super::loaded::TileData;
 use super::tile::{Tile, TileShape};
 use crate::{Element, Error, Num, Result};
 
@@ -58,10 +59,10 @@ fn sum_slice<T: Num>(values: &[T]) -> T::Sum {
 }
 
 /// Reduces the last dim with `f`, keeping it as extent 1.
-#[inline]
+#[inline(always)]
 fn reduce_rows<T: Element, A: Copy>(
     op: &'static str,
-    t: &Tile<T>,
+    t: &(impl TileData<T> + ?Sized),
     init: A,
     reduce: impl Fn(&[T]) -> A,
     finish: impl Fn(A) -> T,
@@ -83,59 +84,61 @@ fn reduce_rows<T: Element, A: Copy>(
         super::arena::filled(rows, finish(init))
     } else {
         let mut data = super::arena::take(rows);
-        data.extend(
-            t.as_slice()
-                .chunks_exact(row_len)
-                .map(|row| finish(reduce(row))),
-        );
+        // A `for` loop, not `extend(map(..))`: inlined into a generated
+        // launch body, the row reduction is then compiled for the body's
+        // SIMD level; through std's `fold` (compiled without the target
+        // features) it was a call per row at SSE width.
+        for row in t.as_slice().chunks_exact(row_len) {
+            data.push(finish(reduce(row)));
+        }
         data
     };
     Ok(Tile::from_parts(shape, data))
 }
 
 /// Sum over the last dim: `[.., N] -> [.., 1]`.
-#[inline]
-pub fn rowsum<T: Num>(t: &Tile<T>) -> Result<Tile<T>> {
+#[inline(always)]
+pub fn rowsum<T: Num, S: TileData<T> + ?Sized>(t: &S) -> Result<Tile<T>> {
     reduce_rows("rowsum", t, T::Sum::ZERO, sum_slice, T::from_sum)
 }
 
 /// Max over the last dim: `[.., N] -> [.., 1]`.
-#[inline]
-pub fn rowmax<T: Element>(t: &Tile<T>) -> Result<Tile<T>> {
+#[inline(always)]
+pub fn rowmax<T: Element, S: TileData<T> + ?Sized>(t: &S) -> Result<Tile<T>> {
     reduce_rows("rowmax", t, T::LOWEST, max_slice, |a| a)
 }
 
 /// Min over the last dim: `[.., N] -> [.., 1]`.
-#[inline]
-pub fn rowmin<T: Element>(t: &Tile<T>) -> Result<Tile<T>> {
+#[inline(always)]
+pub fn rowmin<T: Element, S: TileData<T> + ?Sized>(t: &S) -> Result<Tile<T>> {
     reduce_rows("rowmin", t, T::HIGHEST, min_slice, |a| a)
 }
 
-#[inline]
+#[inline(always)]
 fn max_slice<T: Element>(values: &[T]) -> T {
     fold_lanes(values, T::LOWEST, Element::maximum)
 }
 
-#[inline]
+#[inline(always)]
 fn min_slice<T: Element>(values: &[T]) -> T {
     fold_lanes(values, T::HIGHEST, Element::minimum)
 }
 
 /// Sum of every element.
-#[inline]
-pub fn sum<T: Num>(t: &Tile<T>) -> T {
+#[inline(always)]
+pub fn sum<T: Num, S: TileData<T> + ?Sized>(t: &S) -> T {
     T::from_sum(sum_slice(t.as_slice()))
 }
 
 /// Max of every element (`LOWEST` when empty).
-#[inline]
-pub fn max<T: Element>(t: &Tile<T>) -> T {
+#[inline(always)]
+pub fn max<T: Element, S: TileData<T> + ?Sized>(t: &S) -> T {
     max_slice(t.as_slice())
 }
 
 /// Min of every element (`HIGHEST` when empty).
-#[inline]
-pub fn min<T: Element>(t: &Tile<T>) -> T {
+#[inline(always)]
+pub fn min<T: Element, S: TileData<T> + ?Sized>(t: &S) -> T {
     min_slice(t.as_slice())
 }
 

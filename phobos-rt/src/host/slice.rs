@@ -6,6 +6,7 @@
 //! tile. Tensor strides are honoured.
 
 use super::broadcast::broadcast_to;
+use super::loaded::LoadedTile;
 use super::tile::{Tile, TileShape};
 use super::view::{RawView, Readable, TensorWrite};
 use crate::{Element, Error, Num, Result};
@@ -34,6 +35,75 @@ struct Plan {
     stride: [usize; MAX_SLICE_RANK],
     offset: usize,
     tile: TileShape,
+}
+
+/// A slice that is one contiguous, unmasked, non-empty run of the
+/// tensor's memory in row-major tile order: the common case of a row-wise
+/// kernel's loads and stores, planned in one pass without a [`Plan`].
+struct Block {
+    tile: TileShape,
+    /// Tensor element (from the allocation base) of the tile's first.
+    first_elem: usize,
+    /// [`Plan::likely_next_tile_delta`] of the same slice.
+    next_tile_delta: usize,
+}
+
+impl Block {
+    /// The block `slices` select, or `None` when they do not select one
+    /// (a masked coordinate, a stride that skips, no element, or slices
+    /// that do not fit the tensor: the caller then plans in full, which
+    /// reports the error).
+    #[inline]
+    fn of(shape: &[usize], strides: &[usize], offset: usize, slices: &[Slice]) -> Option<Block> {
+        let rank = shape.len();
+        if slices.len() != rank || rank > MAX_SLICE_RANK || strides.len() != rank {
+            return None;
+        }
+        let mut dims = [0usize; MAX_SLICE_RANK];
+        let mut tile_rank = 0;
+        let mut lens = [1usize; MAX_SLICE_RANK];
+        let mut first_elem = offset;
+        // Row-major contiguity: walking out from the last dim, every dim
+        // longer than 1 strides over exactly the elements inside it.
+        let mut inner_len = 1usize;
+        for d in (0..rank).rev() {
+            let (start, len, kept) = match slices[d] {
+                Slice::Point(i) => (i, 1, false),
+                Slice::Span { start, len } => (start, len, true),
+                Slice::Full => (0, shape[d], true),
+            };
+            let start = usize::try_from(start).ok()?;
+            if len == 0 || start.checked_add(len)? > shape[d] {
+                return None;
+            }
+            if len > 1 && strides[d] != inner_len {
+                return None;
+            }
+            inner_len = inner_len.checked_mul(len)?;
+            first_elem += start * strides[d];
+            lens[d] = len;
+            if kept {
+                dims[tile_rank] = len;
+                tile_rank += 1;
+            }
+        }
+        dims[..tile_rank].reverse();
+        let tile = TileShape::new(&dims[..tile_rank]).ok()?;
+        // As `Plan::likely_next_tile_delta` (a rank-0 tensor plans as one
+        // dim of extent 1).
+        let last = rank.saturating_sub(1);
+        let stride = |d: usize| strides.get(d).copied().unwrap_or(0);
+        let next_tile_delta = if last > 0 && lens[0] > 1 && lens[0] < lens[last] {
+            lens[0].saturating_mul(stride(0))
+        } else {
+            lens[last].saturating_mul(stride(last))
+        };
+        Some(Block {
+            tile,
+            first_elem,
+            next_tile_delta,
+        })
+    }
 }
 
 /// The in-bounds part of a row along the last dim.
@@ -172,6 +242,42 @@ pub fn load<T: Element, V: Readable<T>>(view: &V, slices: &[Slice], other: T) ->
     let read = view.read_view();
     let raw = read.raw();
     let plan = Plan::new(raw.shape, raw.strides, raw.offset, slices)?;
+    Ok(load_planned(&raw, &plan, other))
+}
+
+/// Loads the tile `view[slices]` like [`load`], reading the tensor's memory
+/// in place (no copy) when the view may read plainly (a [`PlainRead`]
+/// view, see [`super::PlainRead`]) and the tile is one contiguous block
+/// with no masked element; otherwise [`load`]'s copy. Either way the
+/// tile holds the same values.
+///
+/// [`PlainRead`]: super::PlainRead
+pub fn load_in_place<'v, T: Element, V: Readable<T>>(
+    view: &'v V,
+    slices: &[Slice],
+    other: T,
+) -> Result<LoadedTile<'v, T>> {
+    let read = view.read_view();
+    let raw = read.raw();
+    if raw.plain
+        && let Some(block) = Block::of(raw.shape, raw.strides, raw.offset, slices)
+    {
+        let len = block.tile.len();
+        // As `load` does: start fetching the tile a loop most likely
+        // reads next.
+        raw.prefetch(block.first_elem + block.next_tile_delta, len);
+        // SAFETY: `Block::of` only returns blocks whose `len` elements
+        // are all in bounds, and the view reads plainly, so no one writes
+        // them while the launch (the view's lifetime) runs.
+        let data = unsafe { raw.plain_block(block.first_elem, len) };
+        return Ok(LoadedTile::borrowed(block.tile, data));
+    }
+    let plan = Plan::new(raw.shape, raw.strides, raw.offset, slices)?;
+    Ok(LoadedTile::owned(load_planned(&raw, &plan, other)))
+}
+
+/// The copying load of a planned slice.
+fn load_planned<T: Element>(raw: &RawView<'_, T>, plan: &Plan, other: T) -> Tile<T> {
     let next_tile_delta = plan.likely_next_tile_delta();
     // Start fetching the rows of the tile a loop will most likely load next;
     // measured ~25% off cold gemm-style loads.
@@ -186,7 +292,7 @@ pub fn load<T: Element, V: Readable<T>>(view: &V, slices: &[Slice], other: T) ->
         plan.for_each_row(|row| {
             let len = row.hi - row.lo;
             // SAFETY (both): `for_each_row` only yields in-bounds coordinates.
-            match unsafe { contiguous_row(&raw, &row, len) } {
+            match unsafe { contiguous_row(raw, &row, len) } {
                 Some(values) => data.extend_from_slice(values),
                 None => data.extend(
                     (0..len).map(|j| unsafe { raw.load_at(row.first_elem + j * row.stride) }),
@@ -200,7 +306,7 @@ pub fn load<T: Element, V: Readable<T>>(view: &V, slices: &[Slice], other: T) ->
         plan.for_each_row(|row| {
             let dst = &mut data[row.tile_start + row.lo..row.tile_start + row.hi];
             // SAFETY (both): `for_each_row` only yields in-bounds coordinates.
-            match unsafe { contiguous_row(&raw, &row, dst.len()) } {
+            match unsafe { contiguous_row(raw, &row, dst.len()) } {
                 Some(values) => dst.copy_from_slice(values),
                 None => {
                     for (j, slot) in dst.iter_mut().enumerate() {
@@ -212,7 +318,7 @@ pub fn load<T: Element, V: Readable<T>>(view: &V, slices: &[Slice], other: T) ->
         });
         data
     };
-    Ok(Tile::from_parts(plan.tile, data))
+    Tile::from_parts(plan.tile, data)
 }
 
 /// The in-bounds part of `row` as a slice, when the view may read plainly
@@ -253,6 +359,15 @@ pub fn store<T: Element>(
     tile: &Tile<T>,
 ) -> Result<()> {
     let raw = view.raw();
+    // A whole contiguous block stored plainly: one copy, no plan.
+    if raw.plain_store
+        && let Some(block) = Block::of(raw.shape, raw.strides, raw.offset, slices)
+        && block.tile.dims() == tile.shape()
+        // SAFETY: the block's elements are in bounds and contiguous.
+        && unsafe { raw.store_row(block.first_elem, tile.as_slice()) }
+    {
+        return Ok(());
+    }
     let plan = Plan::new(raw.shape, raw.strides, raw.offset, slices)?;
     let broadcast;
     let src = if tile.shape() == plan.tile.dims() {

@@ -2,7 +2,7 @@
 //! from its coordinates, one at a time.
 
 use super::*;
-use crate::host::{TensorRead, TensorWrite};
+use crate::host::{PlainRead, TensorRead, TensorWrite};
 use crate::{Device, Tensor};
 use proptest::prelude::*;
 
@@ -361,4 +361,156 @@ fn absurd_span_lengths_are_errors_not_aborts() {
         load(&view, &[Slice::Full, before], 3).unwrap().as_slice(),
         &[3; 8]
     );
+}
+
+/// Whether `load_in_place` must read `t[slices]` in place: a plain view,
+/// at least one element, every coordinate in bounds, and the elements one
+/// after another in memory in tile order.
+fn reads_in_place(t: &Tensor<i32>, slices: &[Slice], plain: bool) -> bool {
+    let coords = tile_coords(t.shape(), slices);
+    let in_bounds = |c: &Vec<i64>| {
+        c.iter()
+            .zip(t.shape())
+            .all(|(&x, &d)| x >= 0 && (x as usize) < d)
+    };
+    if !plain || coords.is_empty() || !coords.iter().all(in_bounds) {
+        return false;
+    }
+    let elem = |c: &Vec<i64>| -> usize {
+        c.iter()
+            .zip(t.strides())
+            .map(|(&x, s)| x as usize * s)
+            .sum()
+    };
+    coords.windows(2).all(|w| elem(&w[1]) == elem(&w[0]) + 1)
+}
+
+#[test]
+fn an_unmasked_row_of_a_plain_view_is_read_in_place() {
+    let t = tensor_2d(3, 8);
+    let plain = PlainRead::new(&t).unwrap();
+    assert!(plain.is_plain());
+    let view = plain.view();
+    let row = [Slice::Point(1), Slice::Span { start: 2, len: 4 }];
+    let loaded = load_in_place(&view, &row, -9).unwrap();
+    assert!(loaded.is_borrowed());
+    assert_eq!(loaded.shape(), &[4]);
+    assert_eq!(loaded.as_slice(), &[11, 12, 13, 14]);
+    // The same row read twice: both borrow the same memory.
+    let again = load_in_place(&view, &row, -9).unwrap();
+    assert!(again.is_borrowed());
+    assert_eq!(again.as_slice().as_ptr(), loaded.as_slice().as_ptr());
+    // A block of whole rows is contiguous too.
+    let block = [Slice::Span { start: 1, len: 2 }, Slice::Full];
+    let loaded = load_in_place(&view, &block, -9).unwrap();
+    assert!(loaded.is_borrowed());
+    assert_eq!(loaded.shape(), &[2, 8]);
+    assert_eq!(
+        loaded.as_slice(),
+        load(&view, &block, -9).unwrap().as_slice()
+    );
+}
+
+#[test]
+fn ragged_strided_and_partial_blocks_are_copied() {
+    let t = tensor_2d(3, 8);
+    let plain = PlainRead::new(&t).unwrap();
+    let view = plain.view();
+    // The ragged last block of a row: masked, so copied with `other`.
+    let ragged = load_in_place(
+        &view,
+        &[Slice::Point(2), Slice::Span { start: 6, len: 4 }],
+        -9,
+    )
+    .unwrap();
+    assert!(!ragged.is_borrowed());
+    assert_eq!(ragged.as_slice(), &[23, 24, -9, -9]);
+    // Part of two rows: not one run of memory.
+    let partial = [
+        Slice::Span { start: 0, len: 2 },
+        Slice::Span { start: 0, len: 4 },
+    ];
+    let loaded = load_in_place(&view, &partial, -9).unwrap();
+    assert!(!loaded.is_borrowed());
+    assert_eq!(loaded.as_slice(), &[1, 2, 3, 4, 9, 10, 11, 12]);
+    // A column of a row-major tensor (a transposed view's row): strided.
+    let transposed = t.strided([8, 3], &[1, 8], 0).unwrap();
+    let plain_t = PlainRead::new(&transposed).unwrap();
+    let view_t = plain_t.view();
+    let column = load_in_place(&view_t, &[Slice::Point(1), Slice::Full], 0).unwrap();
+    assert!(!column.is_borrowed());
+    assert_eq!(column.as_slice(), &[2, 10, 18]);
+}
+
+#[test]
+fn written_and_aliased_tensors_are_copied() {
+    let mut t = tensor_2d(2, 4);
+    let row = [Slice::Point(0), Slice::Full];
+    {
+        // A tensor the launch writes is read through its write view.
+        let w = TensorWrite::new(&mut t).unwrap();
+        let loaded = load_in_place(&w, &row, 0).unwrap();
+        assert!(!loaded.is_borrowed());
+        assert_eq!(loaded.as_slice(), &[1, 2, 3, 4]);
+    }
+    // A read-only view of storage a written view aliases reads atomically.
+    let read_alias = t.narrow(0, 0, 1).unwrap();
+    let w = TensorWrite::new(&mut t).unwrap();
+    let plain = PlainRead::new(&read_alias).unwrap();
+    assert!(!plain.is_plain(), "a writer is in");
+    let view = plain.view();
+    let loaded = load_in_place(&view, &row, 0).unwrap();
+    assert!(!loaded.is_borrowed());
+    assert_eq!(loaded.as_slice(), &[1, 2, 3, 4]);
+    drop(w);
+}
+
+proptest! {
+    /// `load_in_place` holds what `load` copies, bit for bit, and reads in
+    /// place exactly when the tile is an unmasked run of the tensor's memory.
+    #[test]
+    fn load_in_place_matches_the_copying_load((shape, reversed, slices) in case(), plain in any::<bool>()) {
+        let (t, _) = make_tensor(&shape, reversed);
+        let copied = load(&TensorRead::new(&t).unwrap(), &slices, -7).unwrap();
+        let loaded = if plain {
+            let guard = PlainRead::new(&t).unwrap();
+            let view = guard.view();
+            let loaded = load_in_place(&view, &slices, -7).unwrap();
+            let owned = loaded.tile().unwrap().clone();
+            (loaded.is_borrowed(), loaded.as_slice().to_vec(), owned)
+        } else {
+            let view = TensorRead::new(&t).unwrap();
+            let loaded = load_in_place(&view, &slices, -7).unwrap();
+            let owned = loaded.tile().unwrap().clone();
+            (loaded.is_borrowed(), loaded.as_slice().to_vec(), owned)
+        };
+        let (borrowed, values, as_tile) = loaded;
+        prop_assert_eq!(borrowed, reads_in_place(&t, &slices, plain));
+        prop_assert_eq!(values.as_slice(), copied.as_slice());
+        prop_assert_eq!(as_tile, copied);
+    }
+}
+
+proptest! {
+    /// A store with plain stores allowed (whole contiguous blocks go out
+    /// as one copy) leaves what the element-by-element store leaves.
+    #[test]
+    fn plain_stores_match_the_element_stores((shape, reversed, slices) in case()) {
+        let (mut plain_target, _) = make_tensor(&shape, reversed);
+        let (mut atomic_target, _) = make_tensor(&shape, reversed);
+        let tile_shape = load(&TensorRead::new(&plain_target).unwrap(), &slices, 0).unwrap().shape().to_vec();
+        let len: usize = tile_shape.iter().product();
+        let tile = Tile::from_vec(&tile_shape, (0..len as i32).map(|x| 500 - x).collect()).unwrap();
+        {
+            let mut w = TensorWrite::new(&mut plain_target).unwrap();
+            // SAFETY: one thread stores; nothing else reads the tensor.
+            let _ = unsafe { w.allow_plain_stores() };
+            store(&w, &slices, &tile).unwrap();
+        }
+        {
+            let w = TensorWrite::new(&mut atomic_target).unwrap();
+            store(&w, &slices, &tile).unwrap();
+        }
+        prop_assert_eq!(plain_target.to_vec().unwrap(), atomic_target.to_vec().unwrap());
+    }
 }

@@ -53,7 +53,7 @@ pub(crate) struct RawView<'a, T> {
     pub(crate) stream_store: bool,
 }
 
-impl<T: Element> RawView<'_, T> {
+impl<'a, T: Element> RawView<'a, T> {
     /// Loads the element at `elem` (offset from `base`, already including
     /// `offset`).
     ///
@@ -156,6 +156,20 @@ impl<T: Element> RawView<'_, T> {
     ///
     /// # Safety
     /// As [`RawView::load_at`].
+    /// The `len` elements from `elem` as a slice living as long as the
+    /// view's borrow of the tensor.
+    ///
+    /// # Safety
+    /// The view must read plainly (`plain`), and the elements must be in
+    /// bounds.
+    #[inline(always)]
+    pub(crate) unsafe fn plain_block(self, elem: usize, len: usize) -> &'a [T] {
+        debug_assert!(self.plain);
+        // SAFETY: in bounds (the caller), and nobody writes a tensor read
+        // plainly while the view lives (`PlainRead`).
+        unsafe { std::slice::from_raw_parts(self.base.add(elem), len) }
+    }
+
     #[inline(always)]
     pub(crate) unsafe fn ptr_at(&self, elem: usize) -> *mut T {
         // SAFETY: in bounds by the caller.

@@ -32,6 +32,9 @@ impl Generator<'_> {
     /// they broadcast through the tile ops.
     pub fn tile_ref(&self, e: &Expr) -> Result<TokenStream, GenError> {
         let p = private();
+        if let Some(name) = self.in_place_local(e)? {
+            return Ok(quote!(#name.tile()?));
+        }
         match &e.kind {
             ExprKind::Local(id) if !e.is_scalar() => {
                 let name = names::local(&self.local(*id, e)?.name);
@@ -200,7 +203,7 @@ impl Generator<'_> {
                 quote!(if #c { #a } else { #b })
             }
             Builtin::ReduceSum | Builtin::ReduceMax | Builtin::ReduceMin => {
-                let t = self.tile_ref(first(args, func, e)?)?;
+                let t = self.data_ref(first(args, func, e)?)?;
                 match func {
                     Builtin::ReduceSum => quote!(#p::host::sum(#t)),
                     Builtin::ReduceMax => quote!(#p::host::max(#t)),
@@ -247,10 +250,13 @@ impl Generator<'_> {
         }
         let dtype = self.dtype_of(e)?;
         Ok(match &e.kind {
-            ExprKind::Local(id) => {
-                let name = names::local(&self.local(*id, e)?.name);
-                quote!(#name.clone())
-            }
+            ExprKind::Local(id) => match self.in_place_local(e)? {
+                Some(name) => quote!(#name.tile()?.clone()),
+                None => {
+                    let name = names::local(&self.local(*id, e)?.name);
+                    quote!(#name.clone())
+                }
+            },
             ExprKind::Load {
                 tensor,
                 index,
@@ -421,12 +427,12 @@ impl Generator<'_> {
             }
             // One tile in, one tile out: the host library names these
             // functions as the language does.
-            Builtin::RowSum
-            | Builtin::RowMax
-            | Builtin::RowMin
-            | Builtin::Transpose
-            | Builtin::Cumsum
-            | Builtin::Tril => {
+            Builtin::RowSum | Builtin::RowMax | Builtin::RowMin => {
+                let a = self.data_ref(first(args, func, e)?)?;
+                let f = proc_macro2::Ident::new(func.name(), proc_macro2::Span::call_site());
+                quote!(#h::#f(#a)?)
+            }
+            Builtin::Transpose | Builtin::Cumsum | Builtin::Tril => {
                 let a = arg_ref(0)?;
                 let f = proc_macro2::Ident::new(func.name(), proc_macro2::Span::call_site());
                 quote!(#h::#f(#a)?)

@@ -187,7 +187,7 @@ fn zip_all(
 
 /// How a leaf of shape `leaf` is read in a loop over `root`, when it can be
 /// read without stretching it into a tile first.
-fn stretch_of(leaf: &[ShapeExpr], root: &[ShapeExpr]) -> Option<Stretch> {
+pub fn stretch_of(leaf: &[ShapeExpr], root: &[ShapeExpr]) -> Option<Stretch> {
     let one = ShapeExpr::Lit(1);
     let (root_last, root_outer) = root.split_last()?;
     let (leaf_last, leaf_outer) = leaf.split_last()?;
@@ -259,8 +259,18 @@ impl Generator<'_> {
         let tile = format_ident!("__t{}", id);
         let value = format_ident!("__v{}", id);
         let ty = names::rust_type(self.dtype_of(e)?);
-        let mut tile_ref = self.tile_ref(e)?;
-        let stretch = match stretch_of(&e.shape.0, &root.shape.0) {
+        let stretch = stretch_of(&e.shape.0, &root.shape.0);
+        // A load (or a local holding one) read in place: the loop reads a
+        // `LoadedTile` the same way as a `Tile`.
+        let in_place = match stretch {
+            Some(_) => self.in_place_leaf(e)?,
+            None => None,
+        };
+        let (mut tile_ref, tile_type) = match in_place {
+            Some(leaf) => leaf,
+            None => (self.tile_ref(e)?, quote!(&#p::host::Tile<#ty>)),
+        };
+        let stretch = match stretch {
             Some(stretch) => stretch,
             None => {
                 // Operators broadcast implicitly (NumPy rules): a leaf that
@@ -278,7 +288,7 @@ impl Generator<'_> {
         };
         fused
             .prelude
-            .extend(quote!(let #tile: &#p::host::Tile<#ty> = #tile_ref;));
+            .extend(quote!(let #tile: #tile_type = #tile_ref;));
         overrides.push((e as *const Expr, quote!(#value)));
         fused.leaves.push(Leaf {
             tile,

@@ -18,7 +18,9 @@
 //! `#[target_feature]`, and a portable one), and `launch_with` calls the
 //! one `host::simd_level()` picks. A tree of
 //! elementwise ops becomes one loop ([`fuse`]), written as a `for` loop in
-//! the body so it is compiled for the body's level. Stores into
+//! the body so it is compiled for the body's level. Loads that a fused
+//! loop or a reduction reads go through `host::load_in_place` and read
+//! the tensor where it lies when they can ([`in_place`]). Stores into
 //! program-owned tensors ([`ownership`]) are plain. Every
 //! path in the output goes through `::phobos::__private`, which the facade
 //! crate and phobos-rt (via `extern crate self as phobos`) both provide.
@@ -28,6 +30,7 @@ mod cuda_launch;
 mod expr;
 mod fuse;
 mod grid;
+mod in_place;
 mod launcher;
 mod names;
 mod ownership;
@@ -126,6 +129,9 @@ pub(crate) struct Generator<'k> {
     overrides: RefCell<Vec<(*const Expr, TokenStream)>>,
     /// Numbers the names of fused leaves, unique within the kernel.
     fused_ids: Cell<usize>,
+    /// `let` locals bound to a `host::LoadedTile` (a tensor load that may
+    /// read the tensor in place) instead of a `Tile` ([`in_place`]).
+    in_place_locals: RefCell<Vec<LocalId>>,
 }
 
 impl<'k> Generator<'k> {
@@ -135,6 +141,7 @@ impl<'k> Generator<'k> {
             uses_tile_slice: Cell::new(false),
             overrides: RefCell::new(Vec::new()),
             fused_ids: Cell::new(0),
+            in_place_locals: RefCell::new(Vec::new()),
         }
     }
 

@@ -24,6 +24,9 @@ impl Generator<'_> {
         Ok(match &stmt.kind {
             StmtKind::Let { local, value } => {
                 let decl = self.local_by_id(*local, stmt)?;
+                if let Some(binding) = self.in_place_let(*local, decl.mutable, value)? {
+                    return Ok(binding);
+                }
                 let name = names::local(&decl.name);
                 let ty = self.value_type(value)?;
                 let value = self.expr(value)?;
@@ -252,7 +255,10 @@ impl Generator<'_> {
                 }
             }));
         }
-        if !super::fuse::is_elementwise(rhs) || rhs.shape != *target_shape {
+        // A load (or a local holding one) of the target's shape is a
+        // one-leaf fused loop, so it is read in place when it can be.
+        let in_place_leaf = self.in_place_leaf(rhs)?.is_some();
+        if !(super::fuse::is_elementwise(rhs) || in_place_leaf) || rhs.shape != *target_shape {
             // One tile (or a fused tree of a smaller shape): the library's
             // in-place op, which broadcasts a smaller tile itself.
             let function = proc_macro2::Ident::new(function, proc_macro2::Span::call_site());
@@ -307,6 +313,9 @@ impl Generator<'_> {
         temp: &str,
     ) -> Result<(TokenStream, TokenStream), GenError> {
         let p = private();
+        if let Some(name) = self.in_place_local(e)? {
+            return Ok((quote!(), quote!(#name.tile()?)));
+        }
         if let ExprKind::Local(id) = e.kind
             && id != target
             && !e.is_scalar()
