@@ -265,7 +265,7 @@ impl Bits for bool {
 }
 
 macro_rules! dot_widened {
-    ($($t:ty => $acc:ty, $widen:expr);* $(;)?) => {$(
+    ($($t:ty => $acc:ty, $widen:expr $(, bytes: $bytes:expr)?);* $(;)?) => {$(
         // The accumulator must be the type the compiler's checker gives
         // `dot` (one shared rule), or generated host code would not compile.
         const _: () = assert!(matches!(
@@ -277,6 +277,7 @@ macro_rules! dot_widened {
             #[inline(always)]
             fn widen(self) -> $acc { ($widen)(self) }
             fn as_acc(_: &[Self]) -> Option<&[$acc]> { None }
+            $(fn as_bytes(values: &[Self]) -> Option<(&[u8], bool)> { Some(($bytes)(values)) })?
         }
     )*};
 }
@@ -296,51 +297,20 @@ macro_rules! dot_self {
     )*};
 }
 
+/// `i8`s as the bytes the 8-bit contraction kernels read, signed.
+fn i8_bytes(values: &[i8]) -> (&[u8], bool) {
+    // SAFETY: `i8` and `u8` have the same size, alignment and validity
+    // (every bit pattern), so the slice reads as bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), values.len()) };
+    (bytes, true)
+}
+
 dot_widened! {
+    i8 => i32, i32::from, bytes: i8_bytes;
+    u8 => i32, i32::from, bytes: |values| (values, false);
     i16 => i32, i32::from;
     u16 => i32, i32::from;
 }
-
-impl DotElement for i8 {
-    type Acc = i32;
-    #[inline(always)]
-    fn widen(self) -> i32 {
-        i32::from(self)
-    }
-    fn as_acc(_: &[Self]) -> Option<&[i32]> {
-        None
-    }
-    fn as_bytes(values: &[i8]) -> Option<(&[u8], bool)> {
-        // SAFETY: `i8` and `u8` have the same size, alignment and validity
-        // (every bit pattern), so the slice reads as bytes.
-        let bytes =
-            unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), values.len()) };
-        Some((bytes, true))
-    }
-}
-
-impl DotElement for u8 {
-    type Acc = i32;
-    #[inline(always)]
-    fn widen(self) -> i32 {
-        i32::from(self)
-    }
-    fn as_acc(_: &[Self]) -> Option<&[i32]> {
-        None
-    }
-    fn as_bytes(values: &[u8]) -> Option<(&[u8], bool)> {
-        Some((values, false))
-    }
-}
-
-const _: () = assert!(matches!(
-    <i8 as Element>::DTYPE.dot_result(),
-    Some(d) if d.same(<i32 as Element>::DTYPE)
-));
-const _: () = assert!(matches!(
-    <u8 as Element>::DTYPE.dot_result(),
-    Some(d) if d.same(<i32 as Element>::DTYPE)
-));
 
 macro_rules! dot_half {
     ($($t:ty),*) => {$(
