@@ -152,7 +152,15 @@ fn embed_host<F: QuantFormat>(
         phobos::host::with_host_slice_mut(out, |out| {
             // Ids the launcher passed but the table lacks read as zeros, as
             // the generated body's masked load does.
-            let valid: Vec<i32> = ids.iter().map(|&id| id.clamp(0, rows as i32 - 1)).collect();
+            let last = i32::try_from(rows)
+                .unwrap_or(i32::MAX)
+                .saturating_sub(1)
+                .max(0);
+            let valid: Vec<i32> = ids.iter().map(|&id| id.clamp(0, last)).collect();
+            if rows == 0 {
+                out.fill(0.0);
+                return Ok(());
+            }
             let outcome = dequantize_rows(&view, &valid, out);
             for (&id, row) in ids.iter().zip(out.chunks_mut(out_cols.max(1))) {
                 if id < 0 || id as usize >= rows {

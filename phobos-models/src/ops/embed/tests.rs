@@ -91,3 +91,32 @@ fn an_id_outside_the_table_and_a_short_output_are_errors() {
         Err(EmbedError::Output { .. })
     ));
 }
+
+/// The host body of a launch on an empty table gives the masked load's
+/// zeros, never a panic (the launcher accepts `V = 0`).
+#[test]
+fn an_empty_table_looks_up_zeros_on_both_bodies() {
+    let device = Device::host();
+    let table = QTensor::<Q8_0>::borrowed(&[], [0, 32]).unwrap();
+    let ids = device.tensor_from(&[0i32, 3], [2]).unwrap();
+    for generated in [false, true] {
+        let mut out: Tensor<f32> = device.tensor_from(&[1.0f32; 64], [2, 32]).unwrap();
+        if generated {
+            embed_q8_0::launch_generated(
+                &device,
+                &embed_q8_0::Config::default(),
+                &ids,
+                &table,
+                &mut out,
+            )
+            .unwrap();
+        } else {
+            embed_q8_0::launch(&device, &ids, &table, &mut out).unwrap();
+        }
+        assert_eq!(
+            out.to_vec().unwrap(),
+            vec![0.0; 64],
+            "generated: {generated}"
+        );
+    }
+}
