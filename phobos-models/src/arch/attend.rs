@@ -5,7 +5,7 @@ use half::f16;
 use half::slice::HalfFloatSliceExt;
 
 use crate::engine::{Result, Session};
-use crate::ops::attention::{AttentionShape, attention};
+use crate::ops::attention::{AttentionShape, attention_launch};
 use crate::ops::rope::Rope;
 use crate::ops::rows::{self, RowOpError};
 
@@ -69,7 +69,7 @@ pub(crate) fn attend(
             &v[rows.start * v_width..rows.end * v_width],
             n_ctx * v_width,
         );
-        attention(
+        attention_launch(
             shape,
             &q[rows.start * q_width..rows.end * q_width],
             slot.pos0,

@@ -102,6 +102,27 @@ impl HostDevice {
         let BorrowScope { input, output, .. } = &mut scope;
         Ok(f(input, output))
     }
+    /// Runs `f` on a read-only tensor that is the caller's memory `input`
+    /// (row-major, `shape`), without copying: for launches with more
+    /// inputs than [`HostDevice::with_borrowed`] lends, nested inside it.
+    /// The tensor is lent as `&Tensor` only, its views are refused and
+    /// writers are refused (`Error::Borrowed`), so it cannot outlive the
+    /// call (module docs). `LenMismatch` when `input`'s length is not the
+    /// shape's element count.
+    pub fn with_borrowed_read<T: Element, R>(
+        &self,
+        input: &[T],
+        shape: impl Into<Shape>,
+        f: impl FnOnce(&Tensor<T>) -> R,
+    ) -> Result<R> {
+        let shape = checked_shape(shape.into(), input.len())?;
+        // SAFETY: as for `with_borrowed`'s input: `input` is borrowed shared
+        // for this whole call and the buffer never writes it; its one tensor
+        // is the local below, lent as `&Tensor` and dropped before return.
+        let buffer = unsafe { HostBuffer::borrowed_read(input) };
+        let tensor = Tensor::from_storage(Storage::Host(Arc::new(buffer)), shape);
+        Ok(f(&tensor))
+    }
 }
 
 impl Device {
@@ -123,6 +144,23 @@ impl Device {
             });
         }
         HostDevice.with_borrowed(input, input_shape, output, output_shape, f)
+    }
+
+    /// [`HostDevice::with_borrowed_read`] on the host; `WrongBackend` on a GPU.
+    pub fn with_borrowed_read<T: Element, R>(
+        &self,
+        input: &[T],
+        shape: impl Into<Shape>,
+        f: impl FnOnce(&Tensor<T>) -> R,
+    ) -> Result<R> {
+        if !self.is_host() {
+            return Err(Error::WrongBackend {
+                op: "with_borrowed_read",
+                expected: "host",
+                actual: self.name(),
+            });
+        }
+        HostDevice.with_borrowed_read(input, shape, f)
     }
 }
 

@@ -155,6 +155,45 @@ fn the_read_only_input_refuses_every_writer() {
 }
 
 #[test]
+fn a_nested_read_only_borrow_is_the_callers_memory_and_refuses_escapes() {
+    let x = [1f32, 2.0, 3.0, 4.0];
+    let w = [10f32, 20.0];
+    let mut y = [0f32; 4];
+    let device = Device::host();
+    let copy = device
+        .with_borrowed(&x, [2, 2], &mut y, [2, 2], |xt, yt| {
+            device.with_borrowed_read(&w, [2], |wt| {
+                let read = with_host_slice(wt, |s| s.as_ptr()).unwrap();
+                assert_eq!(read, w.as_ptr(), "the tensor reads the caller's memory");
+                for result in [wt.narrow(0, 0, 1).map(drop), wt.reshape([1, 2]).map(drop)] {
+                    assert!(matches!(result, Err(Error::Borrowed { .. })));
+                }
+                let rows = with_host_slice(xt, |x| x.to_vec()).unwrap();
+                let scaled = with_host_slice(wt, |w| {
+                    rows.chunks(2)
+                        .flat_map(|r| r.iter().zip(w).map(|(a, b)| a * b))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap();
+                with_host_slice_mut(yt, |y| y.copy_from_slice(&scaled)).unwrap();
+                wt.try_clone().unwrap()
+            })
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(y, [10.0, 40.0, 30.0, 80.0]);
+    assert_eq!(copy.to_vec().unwrap(), w);
+    assert!(matches!(
+        device.with_borrowed_read(&w, [3], |_| ()),
+        Err(Error::LenMismatch {
+            expected: 3,
+            actual: 2,
+            ..
+        })
+    ));
+}
+
+#[test]
 fn swapping_the_output_out_and_back_or_away_is_fine() {
     let device = Device::host();
     let mut y = [0f32; 2];

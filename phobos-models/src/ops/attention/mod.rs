@@ -18,6 +18,7 @@
 //! task's keys are also split into pieces run as tasks of their own
 //! (flash-decoding), merged by their softmax maxima and sums.
 
+mod handle;
 mod kernel;
 
 #[cfg(test)]
@@ -27,6 +28,7 @@ use std::sync::Mutex;
 
 use half::f16;
 
+pub use handle::{attention_launch, attention_launch_with};
 use kernel::{Isa, KeySplit, Lanes, Problem, Task, TaskOut};
 
 #[derive(Debug, Clone, Copy)]

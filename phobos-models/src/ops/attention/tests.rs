@@ -32,7 +32,13 @@ fn pool() -> &'static phobos_rt::pool::ThreadPool {
 
 /// Straight from the definition, in f64: every visible key scored, one
 /// softmax, the weighted sum of values.
-fn reference(s: &AttentionShape, q: &[f32], pos0: usize, k: &[f16], v: &[f16]) -> Vec<f64> {
+pub(super) fn reference(
+    s: &AttentionShape,
+    q: &[f32],
+    pos0: usize,
+    k: &[f16],
+    v: &[f16],
+) -> Vec<f64> {
     let (dk, dv) = (s.head_dim_k, s.head_dim_v);
     let n_tokens = q.len() / (s.n_head * dk);
     let mut out = vec![0f64; n_tokens * s.n_head * dv];
@@ -70,16 +76,16 @@ fn reference(s: &AttentionShape, q: &[f32], pos0: usize, k: &[f16], v: &[f16]) -
     out
 }
 
-struct Case {
-    shape: AttentionShape,
-    pos0: usize,
-    q: Vec<f32>,
-    k: Vec<f16>,
-    v: Vec<f16>,
+pub(super) struct Case {
+    pub(super) shape: AttentionShape,
+    pub(super) pos0: usize,
+    pub(super) q: Vec<f32>,
+    pub(super) k: Vec<f16>,
+    pub(super) v: Vec<f16>,
 }
 
 /// Values in [-2, 2] from a seeded LCG.
-fn case(shape: AttentionShape, pos0: usize, n_tokens: usize, seed: u64) -> Case {
+pub(super) fn case(shape: AttentionShape, pos0: usize, n_tokens: usize, seed: u64) -> Case {
     let mut state = seed * 2 + 1;
     let mut next = move || {
         state = state
@@ -120,7 +126,7 @@ fn tolerance(head_dim_k: usize) -> f64 {
     1e-4 * (1.0 + head_dim_k as f64)
 }
 
-fn assert_close(got: &[f32], want: &[f64], head_dim_k: usize, what: &str) {
+pub(super) fn assert_close(got: &[f32], want: &[f64], head_dim_k: usize, what: &str) {
     assert_eq!(got.len(), want.len());
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         let tol = tolerance(head_dim_k);
