@@ -75,33 +75,14 @@ impl HostDevice {
         output_shape: impl Into<Shape>,
         f: impl FnOnce(&Tensor<T>, &mut Tensor<U>) -> R,
     ) -> Result<R> {
+        // Both lengths are checked before either closure runs.
         let input_shape = checked_shape(input_shape.into(), input.len())?;
         let output_shape = checked_shape(output_shape.into(), output.len())?;
-        // SAFETY: `input` is borrowed shared for this whole call, so it stays
-        // valid and unwritten by anyone else; the buffer writes it never
-        // (read-only). The buffer lives in exactly one tensor (views are
-        // refused), which is `scope.input`, lent to `f` as `&Tensor` only:
-        // it is dropped with `scope`, before this call returns.
-        let input_buffer = unsafe { HostBuffer::borrowed_read(input) };
-        // SAFETY: `output` is borrowed mutably for this whole call, so this
-        // buffer is its only user. Its one tensor is `scope.output`, which
-        // is dropped with `scope` before this call returns; if `f` moved it
-        // out and kept it alive, `BorrowScope::drop` aborts the process
-        // before this call can return.
-        let output_buffer = unsafe { HostBuffer::borrowed_write(output) };
-        let output_released = Arc::new(AtomicBool::new(false));
-        let output_buffer = output_buffer.reporting_drop_to(Arc::clone(&output_released));
-        let mut scope = BorrowScope {
-            input: Tensor::from_storage(Storage::Host(Arc::new(input_buffer)), input_shape),
-            output: ManuallyDrop::new(Tensor::from_storage(
-                Storage::Host(Arc::new(output_buffer)),
-                output_shape,
-            )),
-            output_released,
-        };
-        let BorrowScope { input, output, .. } = &mut scope;
-        Ok(f(input, output))
+        self.with_borrowed_read(input, input_shape, |input| {
+            self.with_borrowed_write(output, output_shape, |output| f(input, output))
+        })?
     }
+
     /// Runs `f` on a read-only tensor that is the caller's memory `input`
     /// (row-major, `shape`), without copying: for launches with more
     /// inputs than [`HostDevice::with_borrowed`] lends, nested inside it.
@@ -122,6 +103,36 @@ impl HostDevice {
         let buffer = unsafe { HostBuffer::borrowed_read(input) };
         let tensor = Tensor::from_storage(Storage::Host(Arc::new(buffer)), shape);
         Ok(f(&tensor))
+    }
+
+    /// Runs `f` on a tensor that is the caller's memory `output`
+    /// (row-major, `shape`) and that `f` may write, without copying: a
+    /// launch's written parameter writes straight into the slice. Nested
+    /// inside [`HostDevice::with_borrowed`] for launches that write more
+    /// than one tensor. Views are refused; moving the tensor out of its
+    /// `&mut` and keeping it past the closure aborts the process when the
+    /// scope ends (module docs). `LenMismatch` when `output`'s length is
+    /// not the shape's element count.
+    pub fn with_borrowed_write<U: Element, R>(
+        &self,
+        output: &mut [U],
+        shape: impl Into<Shape>,
+        f: impl FnOnce(&mut Tensor<U>) -> R,
+    ) -> Result<R> {
+        let shape = checked_shape(shape.into(), output.len())?;
+        // SAFETY: `output` is borrowed mutably for this whole call, so this
+        // buffer is its only user. Its one tensor is `scope.output`, which
+        // is dropped with `scope` before this call returns; if `f` moved it
+        // out and kept it alive, `WriteScope::drop` aborts the process
+        // before this call can return.
+        let buffer = unsafe { HostBuffer::borrowed_write(output) };
+        let released = Arc::new(AtomicBool::new(false));
+        let buffer = buffer.reporting_drop_to(Arc::clone(&released));
+        let mut scope = WriteScope {
+            output: ManuallyDrop::new(Tensor::from_storage(Storage::Host(Arc::new(buffer)), shape)),
+            released,
+        };
+        Ok(f(&mut scope.output))
     }
 }
 
@@ -162,6 +173,23 @@ impl Device {
         }
         HostDevice.with_borrowed_read(input, shape, f)
     }
+
+    /// [`HostDevice::with_borrowed_write`] on the host; `WrongBackend` on a GPU.
+    pub fn with_borrowed_write<U: Element, R>(
+        &self,
+        output: &mut [U],
+        shape: impl Into<Shape>,
+        f: impl FnOnce(&mut Tensor<U>) -> R,
+    ) -> Result<R> {
+        if !self.is_host() {
+            return Err(Error::WrongBackend {
+                op: "with_borrowed_write",
+                expected: "host",
+                actual: self.name(),
+            });
+        }
+        HostDevice.with_borrowed_write(output, shape, f)
+    }
 }
 
 fn checked_shape(shape: Shape, len: usize) -> Result<Shape> {
@@ -176,17 +204,16 @@ fn checked_shape(shape: Shape, len: usize) -> Result<Shape> {
     Ok(shape)
 }
 
-/// The tensors of one [`HostDevice::with_borrowed`] call.
-struct BorrowScope<T: Element, U: Element> {
-    input: Tensor<T>,
+/// The written tensor of one [`HostDevice::with_borrowed_write`] call.
+struct WriteScope<U: Element> {
     /// Dropped first thing in `drop`, to see whether the borrowed buffer
     /// goes with it.
     output: ManuallyDrop<Tensor<U>>,
     /// Set when the output's borrowed buffer is dropped.
-    output_released: Arc<AtomicBool>,
+    released: Arc<AtomicBool>,
 }
 
-impl<T: Element, U: Element> Drop for BorrowScope<T, U> {
+impl<U: Element> Drop for WriteScope<U> {
     fn drop(&mut self) {
         // SAFETY: `output` is not used again: this is the scope's end.
         unsafe { ManuallyDrop::drop(&mut self.output) };
@@ -195,11 +222,11 @@ impl<T: Element, U: Element> Drop for BorrowScope<T, U> {
         // moved it out and it is alive somewhere: it must not reach the
         // caller's memory after the borrow ends, and nothing here can take
         // it back, so nothing may run after this point.
-        if !self.output_released.load(Ordering::Acquire) {
+        if !self.released.load(Ordering::Acquire) {
             eprintln!(
                 "phobos: a tensor borrowing the caller's memory (the output of \
-                 `with_borrowed`) was moved out of its scope and would outlive \
-                 the borrow; aborting"
+                 `with_borrowed` or `with_borrowed_write`) was moved out of its \
+                 scope and would outlive the borrow; aborting"
             );
             std::process::abort();
         }
