@@ -40,20 +40,21 @@ pub(crate) fn attend(
     let mut out = vec![0f32; n_rows * out_width];
     for slot in slots.iter_mut() {
         let rows = slot.row0..slot.row0 + slot.n_tokens;
-        for (t, row) in rows.clone().enumerate() {
-            let pos = slot.pos0 + t;
-            let angles = rope.angles(pos);
-            let q_row = &mut q[row * q_width..(row + 1) * q_width];
-            rope.apply_angles(q_row, shape.head_dim_k, &angles);
-            if q_scale != 1.0 {
-                q_row.iter_mut().for_each(|x| *x *= q_scale);
-            }
-            rope.apply_angles(
-                &mut k[row * k_width..(row + 1) * k_width],
-                shape.head_dim_k,
-                &angles,
-            );
-        }
+        // One launch each for the slot's queries (scaled) and keys, on the
+        // same angles.
+        let angles = rope.angles_from(slot.pos0, slot.n_tokens);
+        rope.rotate(
+            &mut q[rows.start * q_width..rows.end * q_width],
+            shape.head_dim_k,
+            &angles,
+            q_scale,
+        )?;
+        rope.rotate(
+            &mut k[rows.start * k_width..rows.end * k_width],
+            shape.head_dim_k,
+            &angles,
+            1.0,
+        )?;
         let cache = &mut slot.session.kv[layer];
         cache.k_width = k_width;
         cache.v_width = v_width;

@@ -2,10 +2,11 @@
 //! cache, softmax, the gated activations, and the short causal convolution
 //! and gated delta rule of linear-attention (DeltaNet) layers.
 //!
-//! Each op is one function over host slices. The bodies are plain host
-//! paths for now (the kernel-language versions and the fast quantized
-//! matmul land behind these same signatures); every op is tested against a
-//! straightforward f64 reference in its file.
+//! Each op is one function over host slices, tested against a
+//! straightforward f64 reference in its file. The weight products, the
+//! embedding lookup, the row ops (`rows`: norms, gated activations, adds,
+//! the router's softmax) and RoPE launch as Phobos kernels through their
+//! typed handles; attention, the conv and DeltaNet are host paths still.
 
 pub mod activation;
 pub mod attention;

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use phobos_rt::host::qmatmul::with_shared_activations;
 
 use super::matmul::{QMatmulError, QMatrixRef, matmul};
-use super::rows::swiglu;
+use super::rows::{softmax, swiglu};
 use super::softmax::softmax_in_place;
 use crate::quant::GgmlType;
 
@@ -72,6 +72,11 @@ const MIN_WEIGHT_SUM: f32 = 6.103_515_6e-5;
 pub fn route(logits: &[f32], routing: &Routing) -> Vec<(usize, f32)> {
     let mut probs = logits.to_vec();
     softmax_in_place(&mut probs);
+    route_probs(&probs, routing)
+}
+
+/// [`route`] from the router's probabilities (its logits' softmax).
+pub fn route_probs(probs: &[f32], routing: &Routing) -> Vec<(usize, f32)> {
     let mut order: Vec<usize> = (0..probs.len()).collect();
     // Stable sort: equal probabilities keep the lower expert first.
     order.sort_by(|&a, &b| probs[b].total_cmp(&probs[a]));
@@ -123,9 +128,12 @@ pub fn moe_ffn(
     let n_expert = weights.router.rows;
     let mut logits = vec![0f32; m * n_expert];
     matmul(&weights.router, x, m, &mut logits)?;
-    let choices: Vec<Vec<(usize, f32)>> = logits
+    // The batch's gating rows in one launch.
+    let mut probs = logits;
+    softmax(&mut probs, n_expert)?;
+    let choices: Vec<Vec<(usize, f32)>> = probs
         .chunks(n_expert.max(1))
-        .map(|row| route(row, routing))
+        .map(|row| route_probs(row, routing))
         .collect();
 
     // (token, slot) pairs per expert.

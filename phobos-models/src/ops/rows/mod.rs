@@ -1,14 +1,15 @@
 //! The engine's row-wise ops launched as Phobos kernels through their typed
-//! handles (`rows.ph`): RMSNorm, GeGLU, SwiGLU, residual and bias adds, in
-//! place on the engine's
-//! buffers (`HostDevice::with_borrowed`, nothing copied). On the host each
+//! handles (`rows.ph`): RMSNorm, GeGLU, SwiGLU, residual and bias adds and
+//! the router's softmax, in place on the engine's buffers (`HostDevice::with_borrowed`, nothing copied). On the host each
 //! handle's body is the hand-written op of `ops::norm` / `ops::activation`
-//! (`@host_impl`); the generated bodies are compared with them in the tests.
+//! / `ops::softmax` (`@host_impl`); the generated bodies are compared with them in the tests.
 
-use phobos::{Device, Tensor};
+use phobos::quant::Q8_0;
+use phobos::{Device, QTensor, Tensor};
 
 use super::activation::{geglu_in_place, swiglu_in_place};
 use super::norm::rms_norm_rows;
+use super::softmax::softmax_in_place;
 
 phobos::kernel_file!("src/ops/rows/rows.ph");
 
@@ -150,6 +151,64 @@ pub fn add_bias_with(x: &mut [f32], bias: &[f32], body: Body) -> Result<(), RowO
         .map_err(failed("add_bias"))
 }
 
+/// Softmax of each `width`-wide row of `x`, in place; a row that is all
+/// -inf stays so.
+pub fn softmax(x: &mut [f32], width: usize) -> Result<(), RowOpError> {
+    softmax_with(x, width, Body::Launch)
+}
+
+/// [`softmax`] running `body`.
+pub fn softmax_with(x: &mut [f32], width: usize, body: Body) -> Result<(), RowOpError> {
+    if width == 0 || x.is_empty() {
+        return Ok(());
+    }
+    let rows = x.len() / width;
+    let device = Device::host();
+    // The kernel has no input: an empty one fills `with_borrowed`'s slot.
+    device
+        .with_borrowed(&[] as &[f32], [0], x, [rows, width], |_, xt| match body {
+            Body::Launch => softmax::launch(&device, xt),
+            Body::Generated => softmax::launch_generated(&device, &softmax::Config::default(), xt),
+        })
+        .and_then(|launched| launched)
+        .map_err(failed("softmax"))
+}
+
+/// RMSNorm of each `w.len()`-wide row of `x` quantized to q8_0 blocks
+/// (ggml's layout, rows back to back) in one kernel: the fusion of
+/// [`rms_norm`] into the activation quantization of a q8_0-partnered
+/// weight product. The row width must be whole blocks of 32.
+pub fn rms_norm_q8_0_with(
+    x: &[f32],
+    w: &[f32],
+    eps: f32,
+    body: Body,
+) -> Result<QTensor<'static, Q8_0>, RowOpError> {
+    let fail = failed("rms_norm_q8_0");
+    let width = w.len();
+    let rows = x.len().checked_div(width).unwrap_or(0);
+    let mut q = QTensor::<Q8_0>::zeroed([rows, width]).map_err(&fail)?;
+    if rows == 0 {
+        return Ok(q);
+    }
+    let device = Device::host();
+    let xt = device.tensor_from(x, [rows, width]).map_err(&fail)?;
+    let wt = device.tensor_from(w, [width]).map_err(&fail)?;
+    match body {
+        Body::Launch => rms_norm_q8_0::launch(&device, &xt, &wt, &mut q, eps),
+        Body::Generated => rms_norm_q8_0::launch_generated(
+            &device,
+            &rms_norm_q8_0::Config::default(),
+            &xt,
+            &wt,
+            &mut q,
+            eps,
+        ),
+    }
+    .map_err(&fail)?;
+    Ok(q)
+}
+
 /// `add`'s `@host_impl`.
 fn add_host(_device: &Device, x: &mut Tensor<f32>, y: &Tensor<f32>) -> phobos::Result<()> {
     phobos::host::with_host_slice(y, |y| {
@@ -202,3 +261,40 @@ fn swiglu_host(_device: &Device, g: &mut Tensor<f32>, u: &Tensor<f32>) -> phobos
 
 #[cfg(test)]
 mod tests;
+
+/// `softmax`'s `@host_impl`: the engine's softmax, row by row.
+fn softmax_host(_device: &Device, x: &mut Tensor<f32>) -> phobos::Result<()> {
+    let width = x.shape().get(1).copied().unwrap_or(0);
+    phobos::host::with_host_slice_mut(x, |x| {
+        for row in x.chunks_mut(width.max(1)) {
+            softmax_in_place(row);
+        }
+    })
+}
+
+/// `rms_norm_q8_0`'s `@host_impl`: the engine's RMSNorm of a copy of the
+/// rows, then phobos-quant's q8_0 quantizer (ggml's reference rounding,
+/// what the kernel's store does).
+fn rms_norm_q8_0_host(
+    _device: &Device,
+    x: &Tensor<f32>,
+    w: &Tensor<f32>,
+    q: &mut QTensor<'_, Q8_0>,
+    eps: f32,
+) -> phobos::Result<()> {
+    let mut rows = x.to_vec()?;
+    phobos::host::with_host_slice(w, |w| rms_norm_rows(&mut rows, w, eps))?;
+    let mut blocks = Vec::with_capacity(q.bytes().len());
+    phobos_quant::quantize(phobos_quant::GgmlType::Q8_0, &rows, &mut blocks).map_err(|e| {
+        phobos::Error::QuantShape {
+            format: "q8_0",
+            shape: x.shape().to_vec(),
+            reason: e.to_string(),
+        }
+    })?;
+    let out = q.bytes_mut();
+    if blocks.len() == out.len() {
+        out.copy_from_slice(&blocks);
+    }
+    Ok(())
+}

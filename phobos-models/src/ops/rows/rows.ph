@@ -57,3 +57,50 @@ kernel add_bias(X: tensor<f32>[R, C], B: tensor<f32>[C]) {
   let c = program_id(1) * 256
   X[r, c :+ 256] = X[r, c :+ 256] + B[c :+ 256]
 }
+
+// X[r, :] = exp(X[r, :] - max) / sum(exp(X[r, :] - max)), one row per
+// program (the MoE router's gating rows). A row with no value above -inf
+// (every expert masked) is left as it is, as the host op does, not filled
+// with 0/0. Masked lanes load the row's first element, which never raises
+// its max; the sum is kept in f64 as the host's is.
+@host_impl(softmax_host)
+@grid(R)
+kernel softmax(X: tensor<f32>[R, C]) {
+  let r = program_id(0)
+  let first = X[r, 0]
+  var mx: tile<f32>[256] = first
+  for c in range(0, C, 256) {
+    mx = max(mx, load(X[r, c :+ 256], first))
+  }
+  let m = max(mx)
+  if m > -3.4028235e38 {
+    var total: tile<f64>[256] = 0.0
+    for c in range(0, C, 256) {
+      let live = arange(256) < C - c
+      total += where(live, f64(exp(X[r, c :+ 256] - m)), 0.0)
+    }
+    let inv = f32(1.0 / sum(total))
+    for c in range(0, C, 256) {
+      X[r, c :+ 256] = exp(X[r, c :+ 256] - m) * inv
+    }
+  }
+}
+
+// RMSNorm fused into the next weight product's activation quantization:
+// Q[r, :] = q8_0(X[r, :] * W / sqrt(mean(X[r, :]^2) + eps)), the
+// normalized row never written as f32. Not launched by the engine (see
+// ARCHITECTURE.md); tested against rms_norm followed by the q8_0 quantizer.
+@host_impl(rms_norm_q8_0_host)
+@grid(R)
+kernel rms_norm_q8_0(X: tensor<f32>[R, C], W: tensor<f32>[C], Q: tensor<q8_0>[R, C], eps: f32) {
+  let r = program_id(0)
+  var sq: tile<f32>[256] = 0.0
+  for c in range(0, C, 256) {
+    let x = X[r, c :+ 256]
+    sq += x * x
+  }
+  let scale = 1.0 / sqrt(sum(sq) / f32(C) + eps)
+  for c in range(0, C, 256) {
+    Q[r, c :+ 256] = X[r, c :+ 256] * scale * W[c :+ 256]
+  }
+}

@@ -120,4 +120,85 @@ fn a_buffer_of_partial_rows_is_an_error_naming_the_op() {
     let mut gate = vec![1.0f32; 5];
     let err = swiglu(&mut gate, &[1.0; 4]).unwrap_err();
     assert_eq!(err.op, "swiglu");
+    let err = softmax(&mut gate, 4).unwrap_err();
+    assert_eq!(err.op, "softmax");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// The body's exp is the host polynomial (within 2 ulp of libm's) and
+    /// its sum runs in another order (both in f64): each probability is a
+    /// few roundings of the same value. Masked experts (-inf), including
+    /// whole rows of them, stay bit for bit.
+    #[test]
+    fn softmax_generated_matches_the_host_body(
+        rows in 1usize..6, width in 1usize..700, masked_every in 0usize..5, seed in any::<u64>(),
+    ) {
+        let mut x = values(seed, rows * width, 30.0);
+        for (i, v) in x.iter_mut().enumerate() {
+            // Row 0 entirely masked when masking is on; others every few.
+            if masked_every > 0 && (i < width || i % (masked_every + 1) == 0) {
+                *v = f32::NEG_INFINITY;
+            }
+        }
+        let (mut hand, mut generated) = (x.clone(), x.clone());
+        softmax_with(&mut hand, width, Body::Launch).unwrap();
+        softmax_with(&mut generated, width, Body::Generated).unwrap();
+        let mut want = x.clone();
+        want.chunks_mut(width).for_each(softmax_in_place);
+        prop_assert_eq!(&hand, &want, "the launch runs the engine's op");
+        for (i, (&h, &g)) in hand.iter().zip(&generated).enumerate() {
+            if h == f32::NEG_INFINITY || h == 0.0 {
+                prop_assert_eq!(h.to_bits(), g.to_bits(), "{}", i);
+            } else {
+                prop_assert!(close(h, g, 16.0, 0.0), "{}: {} vs {}", i, h, g);
+            }
+        }
+    }
+}
+
+#[test]
+fn softmax_leaves_an_all_masked_row_masked_in_both_bodies() {
+    let x = [f32::NEG_INFINITY; 5];
+    for body in [Body::Launch, Body::Generated] {
+        let mut got = x;
+        softmax_with(&mut got, 5, body).unwrap();
+        assert!(
+            got.iter().all(|v| *v == f32::NEG_INFINITY),
+            "{body:?}: {got:?}"
+        );
+    }
+}
+
+fn q8_0_of(rows: &[f32], width: usize) -> Vec<u8> {
+    let q = QTensor::<Q8_0>::quantize(rows, [rows.len() / width, width]).unwrap();
+    q.bytes().to_vec()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// The fused kernel against its unfused composition, bit for bit: each
+    /// body's RMSNorm, then the q8_0 quantizer.
+    #[test]
+    fn rms_norm_q8_0_equals_norm_then_quantize(
+        rows in 1usize..5, blocks in 1usize..24, seed in any::<u64>(),
+    ) {
+        let width = 32 * blocks;
+        let x = values(seed, rows * width, 4.0);
+        let w = values(seed ^ 5, width, 2.0);
+        for body in [Body::Launch, Body::Generated] {
+            let fused = rms_norm_q8_0_with(&x, &w, 1e-6, body).unwrap();
+            let mut normed = x.clone();
+            rms_norm_with(&mut normed, &w, 1e-6, body).unwrap();
+            prop_assert_eq!(fused.bytes(), &q8_0_of(&normed, width)[..], "{:?}", body);
+        }
+    }
+}
+
+#[test]
+fn rms_norm_q8_0_needs_whole_blocks_and_names_the_op() {
+    let err = rms_norm_q8_0_with(&[1.0; 40], &[1.0; 20], 1e-6, Body::Launch).unwrap_err();
+    assert_eq!(err.op, "rms_norm_q8_0");
 }
