@@ -17,7 +17,8 @@ use crate::engine::{EngineError, Result};
 use crate::gguf::Gguf;
 use crate::ops::activation::silu;
 use crate::ops::conv::{causal_conv1d, conv_state_len};
-use crate::ops::deltanet::{DeltaNetShape, gated_delta_rule, l2_norm_rows};
+use crate::ops::deltanet::{DeltaNetShape, gated_delta_rule_launch, l2_norm_rows};
+use crate::ops::rows::Body;
 use crate::ops::rows::rms_norm;
 
 /// The recurrence's sizes (`ssm.*` metadata).
@@ -157,7 +158,7 @@ impl LinearAttention {
             }
             l2_norm_rows(&mut q, d, rms_eps);
             l2_norm_rows(&mut k, d, rms_eps);
-            gated_delta_rule(
+            gated_delta_rule_launch(
                 &dims.shape,
                 &q,
                 &k,
@@ -166,7 +167,8 @@ impl LinearAttention {
                 &beta[rows.start * n_v..rows.end * n_v],
                 &mut state.ssm,
                 &mut core[rows.start * value_dim..rows.end * value_dim],
-            );
+                Body::Launch,
+            )?;
         }
         // Gated norm per value head: rms_norm(o) * silu(z).
         rms_norm(&mut core, &self.norm, rms_eps)?;

@@ -22,6 +22,10 @@
 
 use rayon::prelude::*;
 
+mod handle;
+
+pub use handle::gated_delta_rule_launch;
+
 /// Heads and head width of one layer's recurrence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeltaNetShape {
@@ -135,7 +139,7 @@ mod tests {
 
     /// The recurrence in f64 with `S` stored the natural way (`[key][value]`).
     #[allow(clippy::too_many_arguments)]
-    fn reference(
+    pub(super) fn reference(
         shape: &DeltaNetShape,
         q: &[f32],
         k: &[f32],
@@ -177,7 +181,7 @@ mod tests {
         out
     }
 
-    fn values(seed: u64, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+    pub(super) fn values(seed: u64, n: usize, lo: f32, hi: f32) -> Vec<f32> {
         let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         (0..n)
             .map(|_| {
