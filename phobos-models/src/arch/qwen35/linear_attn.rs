@@ -16,7 +16,7 @@ use crate::engine::weights::{Linear, load_vector};
 use crate::engine::{EngineError, Result};
 use crate::gguf::Gguf;
 use crate::ops::activation::silu;
-use crate::ops::conv::{causal_conv1d, conv_state_len};
+use crate::ops::conv::{causal_conv1d_launch, conv_state_len};
 use crate::ops::deltanet::{DeltaNetShape, gated_delta_rule_launch, l2_norm_rows};
 use crate::ops::rows::Body;
 use crate::ops::rows::rms_norm;
@@ -139,13 +139,14 @@ impl LinearAttention {
             let n = slot.n_tokens;
             let state = &mut slot.session.recurrent[il];
             let mut conv_out = vec![0f32; n * channels];
-            causal_conv1d(
+            causal_conv1d_launch(
                 &mut state.conv,
                 &mixed[rows.start * channels..rows.end * channels],
                 &self.conv,
                 dims.d_conv,
                 &mut conv_out,
-            );
+                Body::Launch,
+            )?;
             conv_out.iter_mut().for_each(|x| *x = silu(*x));
             // Split the channels into Q, K, V runs per token.
             let mut q = Vec::with_capacity(n * key_dim);

@@ -10,6 +10,10 @@
 //! a new sequence), so a prompt run whole or in pieces gives the same
 //! outputs. Each sum runs over the taps in order in f32, as ggml's does.
 
+mod handle;
+
+pub use handle::causal_conv1d_launch;
+
 /// One sequence's conv state: for every channel its last `kernel - 1`
 /// inputs, oldest first (`[channels][kernel - 1]`).
 pub fn conv_state_len(channels: usize, kernel: usize) -> usize {
@@ -77,7 +81,7 @@ mod tests {
         out
     }
 
-    fn values(seed: u64, n: usize) -> Vec<f32> {
+    pub(super) fn values(seed: u64, n: usize) -> Vec<f32> {
         let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         (0..n)
             .map(|_| {
