@@ -170,6 +170,11 @@ fn check_named(
     assert!(compared > 0, "{}: no written tensor", kernel.name);
 }
 
+/// The host device. Generated launches pin the default config
+/// (`launch_with(.., &Config::default(), ..)`), the one the interpreter
+/// runs, so the comparison holds whatever `PHOBOS_TUNE` and the user's
+/// tune cache say (`launch` would take a tuned config, whose blocking
+/// sums in another order).
 fn dev() -> Device {
     Device::host()
 }
@@ -182,7 +187,15 @@ fn saxpy() {
         &[("alpha", Val::from(1.75f32))],
         |g| {
             let (x, y, mut out) = (g.take::<f32>("x"), g.take::<f32>("y"), g.take::<f32>("out"));
-            kernels::saxpy::launch(&dev(), &x, &y, &mut out, 1.75).unwrap();
+            kernels::saxpy::launch_with(
+                &dev(),
+                &kernels::saxpy::Config::default(),
+                &x,
+                &y,
+                &mut out,
+                1.75,
+            )
+            .unwrap();
             g.put("out", out);
         },
     );
@@ -203,9 +216,27 @@ fn gemm_f32_and_pipe() {
             |g| {
                 let (a, b, mut c) = (g.take::<f32>("A"), g.take::<f32>("B"), g.take::<f32>("C"));
                 if pipe {
-                    kernels::gemm_f32_pipe::launch(&dev(), &a, &b, &mut c, 1.5, -0.5).unwrap();
+                    kernels::gemm_f32_pipe::launch_with(
+                        &dev(),
+                        &kernels::gemm_f32_pipe::Config::default(),
+                        &a,
+                        &b,
+                        &mut c,
+                        1.5,
+                        -0.5,
+                    )
+                    .unwrap();
                 } else {
-                    kernels::gemm_f32::launch(&dev(), &a, &b, &mut c, 1.5, -0.5).unwrap();
+                    kernels::gemm_f32::launch_with(
+                        &dev(),
+                        &kernels::gemm_f32::Config::default(),
+                        &a,
+                        &b,
+                        &mut c,
+                        1.5,
+                        -0.5,
+                    )
+                    .unwrap();
                 }
                 g.put("C", c);
             },
@@ -224,10 +255,34 @@ fn gemm_f16_variants() {
         check(file, &[("M", 70), ("K", 45), ("N", 66)], &[], |g| {
             let (a, b, mut c) = (g.take::<f16>("A"), g.take::<f16>("B"), g.take::<f32>("C"));
             match file {
-                "gemm_f16.ph" => kernels::gemm_f16::launch(&dev(), &a, &b, &mut c),
-                "gemm_f16_pipe.ph" => kernels::gemm_f16_pipe::launch(&dev(), &a, &b, &mut c),
-                "gemm_f16_tc.ph" => kernels::gemm_f16_tc::launch(&dev(), &a, &b, &mut c),
-                _ => kernels::gemm_f16_tc_pipe::launch(&dev(), &a, &b, &mut c),
+                "gemm_f16.ph" => kernels::gemm_f16::launch_with(
+                    &dev(),
+                    &kernels::gemm_f16::Config::default(),
+                    &a,
+                    &b,
+                    &mut c,
+                ),
+                "gemm_f16_pipe.ph" => kernels::gemm_f16_pipe::launch_with(
+                    &dev(),
+                    &kernels::gemm_f16_pipe::Config::default(),
+                    &a,
+                    &b,
+                    &mut c,
+                ),
+                "gemm_f16_tc.ph" => kernels::gemm_f16_tc::launch_with(
+                    &dev(),
+                    &kernels::gemm_f16_tc::Config::default(),
+                    &a,
+                    &b,
+                    &mut c,
+                ),
+                _ => kernels::gemm_f16_tc_pipe::launch_with(
+                    &dev(),
+                    &kernels::gemm_f16_tc_pipe::Config::default(),
+                    &a,
+                    &b,
+                    &mut c,
+                ),
             }
             .unwrap();
             g.put("C", c);
@@ -239,7 +294,8 @@ fn gemm_f16_variants() {
 fn softmax_and_norms() {
     check("softmax.ph", &[("R", 5), ("C", 100)], &[], |g| {
         let (x, mut y) = (g.take::<f32>("X"), g.take::<f32>("Y"));
-        kernels::softmax::launch(&dev(), &x, &mut y).unwrap();
+        kernels::softmax::launch_with(&dev(), &kernels::softmax::Config::default(), &x, &mut y)
+            .unwrap();
         g.put("Y", y);
     });
     check(
@@ -248,7 +304,15 @@ fn softmax_and_norms() {
         &[("eps", Val::from(1e-5f32))],
         |g| {
             let (x, w, mut y) = (g.take::<f32>("X"), g.take::<f32>("W"), g.take::<f32>("Y"));
-            kernels::rmsnorm::launch(&dev(), &x, &w, &mut y, 1e-5).unwrap();
+            kernels::rmsnorm::launch_with(
+                &dev(),
+                &kernels::rmsnorm::Config::default(),
+                &x,
+                &w,
+                &mut y,
+                1e-5,
+            )
+            .unwrap();
             g.put("Y", y);
         },
     );
@@ -263,7 +327,16 @@ fn softmax_and_norms() {
                 g.take::<f32>("B"),
                 g.take::<f32>("Y"),
             );
-            kernels::layernorm::launch(&dev(), &x, &w, &b, &mut y, 1e-5).unwrap();
+            kernels::layernorm::launch_with(
+                &dev(),
+                &kernels::layernorm::Config::default(),
+                &x,
+                &w,
+                &b,
+                &mut y,
+                1e-5,
+            )
+            .unwrap();
             g.put("Y", y);
         },
     );
@@ -283,7 +356,16 @@ fn flash_attention_variants() {
                 g.take::<f32>("V"),
                 g.take::<f32>("O"),
             );
-            kernels::flash_attn_f32::launch(&dev(), &q, &k, &v, &mut o, 0.125).unwrap();
+            kernels::flash_attn_f32::launch_with(
+                &dev(),
+                &kernels::flash_attn_f32::Config::default(),
+                &q,
+                &k,
+                &v,
+                &mut o,
+                0.125,
+            )
+            .unwrap();
             g.put("O", o);
         },
     );
@@ -301,9 +383,27 @@ fn flash_attention_variants() {
                 g.take::<f16>("O"),
             );
             if tc {
-                kernels::flash_attn_f16_tc::launch(&dev(), &q, &k, &v, &mut o, 0.125).unwrap();
+                kernels::flash_attn_f16_tc::launch_with(
+                    &dev(),
+                    &kernels::flash_attn_f16_tc::Config::default(),
+                    &q,
+                    &k,
+                    &v,
+                    &mut o,
+                    0.125,
+                )
+                .unwrap();
             } else {
-                kernels::flash_attn_f16::launch(&dev(), &q, &k, &v, &mut o, 0.125).unwrap();
+                kernels::flash_attn_f16::launch_with(
+                    &dev(),
+                    &kernels::flash_attn_f16::Config::default(),
+                    &q,
+                    &k,
+                    &v,
+                    &mut o,
+                    0.125,
+                )
+                .unwrap();
             }
             g.put("O", o);
         });
@@ -324,7 +424,17 @@ fn gla_chunk() {
                 g.take::<f32>("G"),
                 g.take::<f32>("O"),
             );
-            kernels::gla_chunk::launch(&dev(), &q, &k, &v, &gg, &mut o, 0.125).unwrap();
+            kernels::gla_chunk::launch_with(
+                &dev(),
+                &kernels::gla_chunk::Config::default(),
+                &q,
+                &k,
+                &v,
+                &gg,
+                &mut o,
+                0.125,
+            )
+            .unwrap();
             g.put("O", o);
         },
     );
