@@ -13,9 +13,13 @@ use std::borrow::Cow;
 use phobos_rt::host::qmatmul::with_shared_activations;
 
 use super::matmul::{QMatmulError, QMatrixRef, matmul};
-use super::rows::{softmax, swiglu};
+use super::rows::{Body, softmax, swiglu};
 use super::softmax::softmax_in_place;
+
+mod route;
+
 use crate::quant::GgmlType;
+pub use route::route_rows;
 
 /// `n_expert` weight matrices of `rows` x `cols` stored one after another
 /// (a ggml tensor of dims `[cols, rows, n_expert]`).
@@ -131,10 +135,7 @@ pub fn moe_ffn(
     // The batch's gating rows in one launch.
     let mut probs = logits;
     softmax(&mut probs, n_expert)?;
-    let choices: Vec<Vec<(usize, f32)>> = probs
-        .chunks(n_expert.max(1))
-        .map(|row| route_probs(row, routing))
-        .collect();
+    let choices = route_rows(&probs, n_expert, routing, Body::Launch)?;
 
     // (token, slot) pairs per expert.
     let mut by_expert: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n_expert];
