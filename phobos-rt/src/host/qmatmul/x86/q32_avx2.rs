@@ -7,7 +7,9 @@
 //!   nibbles plus the fifth bit, so no sign trick) and add the activation's
 //!   precomputed `-2^s` lane sums (`QActivations`): the lanes are the same
 //!   exact integers with one `vpsignb` fewer per product and per block.
-//! - The activation scales are the f32 ones `QActivations` converted once.
+//! - The activation scales are the f32 ones `QActivations` converted once;
+//!   the `W` weight rows' f16 scales are converted, and multiplied by the
+//!   activation scale, as one vector per block.
 //! - Four weight rows per pass for a single activation row, so the
 //!   activation block and its scale are loaded once per four rows.
 
@@ -16,7 +18,7 @@ use std::arch::x86_64::*;
 use phobos_quant::GgmlType;
 
 use super::q32_512::ActRow;
-use super::{bits_to_bytes, f16_at, hsum8, iq4_lookup, load32, nibbles};
+use super::{bits_to_bytes, hsum8, iq4_lookup, load32, nibbles};
 
 const Q4_0: u32 = GgmlType::Q4_0 as u32;
 const Q5_0: u32 = GgmlType::Q5_0 as u32;
@@ -74,7 +76,7 @@ unsafe fn unpack<const F: u32>(w: &[u8]) -> (__m256i, __m256i) {
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C. `F` is Q4_0, Q5_0, Q8_0 or
-/// IQ4_NL; the weight rows hold whole blocks of `F`, and each activation
+/// IQ4_NL and `W <= 4`; the weight rows hold whole blocks of `F`, and each activation
 /// row holds Q8_0 blocks (levels in -127..=127) with their scales and
 /// negated lane sums (`QActivations`), at least as many as a weight row.
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -103,21 +105,38 @@ pub(in crate::host::qmatmul) fn q32_tile_avx2<const F: u32, const W: usize, cons
         std::array::from_fn(|r| &a_rows[r].neg_sums.as_chunks::<8>().0[..n_blocks]);
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); R]; W];
+    const { assert!(W <= 4, "the weight scales share one u64") };
+    // Lane `i` of the permute picks weight row `i`'s `d_w * d_x`.
+    let lane: [__m256i; W] = std::array::from_fn(|i| _mm256_set1_epi32(i as i32));
     for b in 0..n_blocks {
         let mut unsigned = [_mm256_setzero_si256(); W];
         let mut sign = [_mm256_setzero_si256(); W];
-        let mut wd = [_mm256_setzero_ps(); W];
+        // The weight rows' f16 scales side by side: one conversion for all
+        // `W` rows, and for one activation row one multiply.
+        let mut scale_bits = 0u64;
         for i in 0..W {
             // SAFETY: `b < n_blocks` and the row is `n_blocks` blocks long.
             let w = unsafe { w_blocks[i].get_unchecked(b * w_bytes..(b + 1) * w_bytes) };
             // SAFETY: this function's features cover `unpack`'s.
             (unsigned[i], sign[i]) = unsafe { unpack::<F>(w) };
-            wd[i] = _mm256_set1_ps(f16_at(w, 0));
+            scale_bits |= u64::from(u16::from_le_bytes([w[0], w[1]])) << (16 * i);
         }
+        let wd = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128(scale_bits as i64)));
+        // Several activation rows: each weight row's scale broadcast once
+        // per block measured faster than a permute per product.
+        let wd_rows: [__m256; W] = std::array::from_fn(|i| {
+            if R > 1 {
+                _mm256_permutevar8x32_ps(wd, lane[i])
+            } else {
+                wd
+            }
+        });
         for r in 0..R {
             let a = &a_blocks[r][b];
             let aq = load32(&a[2..]);
+            // ggml's d_w * d_x: one f32 product each, the same in either order.
             let ad = _mm256_set1_ps(a_scales[r][b]);
+            let d_all = _mm256_mul_ps(wd, ad);
             let offset = offset_shift(F).map(|shift| {
                 // SAFETY: the array is 32 readable bytes; unaligned load.
                 let sums = unsafe { _mm256_loadu_si256(a_sums[r][b].as_ptr().cast()) };
@@ -132,8 +151,11 @@ pub(in crate::host::qmatmul) fn q32_tile_avx2<const F: u32, const W: usize, cons
                 if let Some(offset) = offset {
                     lanes = _mm256_add_epi32(lanes, offset);
                 }
-                // ggml's d_w * d_x: one f32 product, the same in either order.
-                let d = _mm256_mul_ps(wd[i], ad);
+                let d = if R > 1 {
+                    _mm256_mul_ps(wd_rows[i], ad)
+                } else {
+                    _mm256_permutevar8x32_ps(d_all, lane[i])
+                };
                 acc[i][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[i][r]);
             }
         }
