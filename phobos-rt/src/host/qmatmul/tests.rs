@@ -618,3 +618,32 @@ proptest! {
         check_exact(ty, rows, cols, m_rows, seed);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+    /// The AVX2 tile of the Q8_0-partner formats (`x86/q32_avx2.rs`: four
+    /// weight rows for one activation row, two times up to four otherwise,
+    /// then single rows) equals the portable path on ragged shapes: odd
+    /// block counts, weight rows not a multiple of the pass, every
+    /// activation group size.
+    #[test]
+    fn avx2_q32_tile_equals_portable(
+        format in 0usize..4,
+        rows in 1usize..12,
+        blocks in prop_oneof![Just(1usize), Just(3usize), Just(5usize), Just(7usize)],
+        m_rows in 1usize..10,
+        seed in 0u64..1000,
+    ) {
+        let ty = [GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::IQ4_NL][format];
+        let cols = 32 * blocks;
+        let w = weight_bytes(ty, &floats(seed, rows * cols));
+        let x = floats(seed + 1, m_rows * cols);
+        let acts = quantize_activations(ty, &x, m_rows, cols).unwrap();
+        let matrix = QMatrixRef { ty, rows, cols, data: &w };
+        let mut portable = vec![f32::NAN; m_rows * rows];
+        run(&matrix, &acts, &mut portable, false, KernelLevel::Portable).unwrap();
+        let mut avx2 = vec![f32::NAN; m_rows * rows];
+        run(&matrix, &acts, &mut avx2, false, KernelLevel::Avx2).unwrap();
+        prop_assert_eq!(bits(&avx2), bits(&portable), "{} {}x{} m={}", ty, rows, cols, m_rows);
+    }
+}
