@@ -147,13 +147,7 @@ impl Device {
         output_shape: impl Into<Shape>,
         f: impl FnOnce(&Tensor<T>, &mut Tensor<U>) -> R,
     ) -> Result<R> {
-        if !self.is_host() {
-            return Err(Error::WrongBackend {
-                op: "with_borrowed",
-                expected: "host",
-                actual: self.name(),
-            });
-        }
+        self.host_only("with_borrowed")?;
         HostDevice.with_borrowed(input, input_shape, output, output_shape, f)
     }
 
@@ -164,13 +158,7 @@ impl Device {
         shape: impl Into<Shape>,
         f: impl FnOnce(&Tensor<T>) -> R,
     ) -> Result<R> {
-        if !self.is_host() {
-            return Err(Error::WrongBackend {
-                op: "with_borrowed_read",
-                expected: "host",
-                actual: self.name(),
-            });
-        }
+        self.host_only("with_borrowed_read")?;
         HostDevice.with_borrowed_read(input, shape, f)
     }
 
@@ -181,14 +169,24 @@ impl Device {
         shape: impl Into<Shape>,
         f: impl FnOnce(&mut Tensor<U>) -> R,
     ) -> Result<R> {
-        if !self.is_host() {
-            return Err(Error::WrongBackend {
-                op: "with_borrowed_write",
+        self.host_only("with_borrowed_write")?;
+        HostDevice.with_borrowed_write(output, shape, f)
+    }
+}
+
+impl Device {
+    /// `WrongBackend` naming `op` unless this is the host: a GPU's kernels
+    /// cannot reach the caller's memory.
+    fn host_only(&self, op: &'static str) -> Result<()> {
+        if self.is_host() {
+            Ok(())
+        } else {
+            Err(Error::WrongBackend {
+                op,
                 expected: "host",
                 actual: self.name(),
-            });
+            })
         }
-        HostDevice.with_borrowed_write(output, shape, f)
     }
 }
 

@@ -7,7 +7,7 @@
 use phobos::{Device, Tensor};
 
 use super::{causal_conv1d, conv_state_len};
-use crate::ops::rows::{Body, RowOpError};
+use crate::ops::rows::{Body, RowOpError, check_lengths};
 
 phobos::kernel_file!("src/ops/conv/conv.ph");
 
@@ -37,16 +37,7 @@ pub fn causal_conv1d_launch(
         ),
         ("causal_conv1d (out)", out.len(), n_tokens * channels),
     ];
-    if let Some(&(op, actual, expected)) = lengths.iter().find(|(_, len, want)| len != want) {
-        return Err(RowOpError {
-            op,
-            source: Box::new(phobos::Error::LenMismatch {
-                shape: vec![expected],
-                expected,
-                actual,
-            }),
-        });
-    }
+    check_lengths(&lengths)?;
     if n_tokens == 0 {
         return Ok(());
     }

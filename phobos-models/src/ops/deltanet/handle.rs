@@ -7,7 +7,7 @@
 use phobos::{Device, Tensor};
 
 use super::{DeltaNetShape, gated_delta_rule};
-use crate::ops::rows::{Body, RowOpError};
+use crate::ops::rows::{Body, RowOpError, check_lengths};
 
 phobos::kernel_file!("src/ops/deltanet/deltanet.ph");
 
@@ -43,16 +43,7 @@ pub fn gated_delta_rule_launch(
         ("gated_delta_rule (state)", state.len(), shape.state_len()),
         ("gated_delta_rule (out)", out.len(), n_tokens * n_v * d),
     ];
-    if let Some(&(op, actual, expected)) = lengths.iter().find(|(_, len, want)| len != want) {
-        return Err(RowOpError {
-            op,
-            source: Box::new(phobos::Error::LenMismatch {
-                shape: vec![expected],
-                expected,
-                actual,
-            }),
-        });
-    }
+    check_lengths(&lengths)?;
     if n_tokens == 0 {
         return Ok(());
     }

@@ -30,6 +30,22 @@ fn failed(op: &'static str) -> impl Fn(phobos::Error) -> RowOpError {
     }
 }
 
+/// The first of `lengths` (`(op (buffer), length, expected)`) that is
+/// wrong, as a `LenMismatch` naming the op and buffer.
+pub(crate) fn check_lengths(lengths: &[(&'static str, usize, usize)]) -> Result<(), RowOpError> {
+    match lengths.iter().find(|(_, len, want)| len != want) {
+        Some(&(op, actual, expected)) => Err(RowOpError {
+            op,
+            source: Box::new(phobos::Error::LenMismatch {
+                shape: vec![expected],
+                expected,
+                actual,
+            }),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Which body a launch runs on the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Body {
