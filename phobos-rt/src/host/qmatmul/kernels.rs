@@ -333,20 +333,22 @@ fn q32_avx2_group<const F: u32, const W: usize, const R: usize, const PREFETCH: 
     n_range: Range<usize>,
     store: &mut impl FnMut(usize, usize, f32),
 ) {
-    use super::x86::{ActRow, q32_tile_avx2};
+    use super::x86::{ActRow, PackedActs, q32_tile_avx2};
     let a_rows: [ActRow<'_>; R] = std::array::from_fn(|r| ActRow {
         blocks: acts.row_blocks(m0 + r),
         scales: acts.row_scales(m0 + r),
         neg_sums: acts.row_neg_lane_sums(m0 + r),
     });
+    // SAFETY (this and the tile calls): this path runs only at the AVX2
+    // level, which the entry points accept only where the CPU has AVX2,
+    // FMA and F16C; they checked the activation rows against the weight
+    // rows' block count, and `QActivations` holds every block's scale and
+    // lane sums. The packing is for `F`.
+    let packed = unsafe { PackedActs::<R>::pack::<F>(a_rows, acts.row_block_count()) };
     let mut n = n_range.start;
-    // SAFETY (both calls): this path runs only at the AVX2 level, which the
-    // entry points accept only where the CPU has AVX2, FMA and F16C; they
-    // checked the activation rows against the weight rows' block count,
-    // and `QActivations` holds the scales and lane sums of every block.
     while n + W <= n_range.end {
         let out = unsafe {
-            q32_tile_avx2::<F, W, R, PREFETCH>(std::array::from_fn(|i| w.row(n + i)), a_rows)
+            q32_tile_avx2::<F, W, R, PREFETCH>(std::array::from_fn(|i| w.row(n + i)), &packed)
         };
         for (i, values) in out.iter().enumerate() {
             for (r, &value) in values.iter().enumerate() {
@@ -356,7 +358,7 @@ fn q32_avx2_group<const F: u32, const W: usize, const R: usize, const PREFETCH: 
         n += W;
     }
     while n < n_range.end {
-        let [values] = unsafe { q32_tile_avx2::<F, 1, R, PREFETCH>([w.row(n)], a_rows) };
+        let [values] = unsafe { q32_tile_avx2::<F, 1, R, PREFETCH>([w.row(n)], &packed) };
         for (r, &value) in values.iter().enumerate() {
             store(m0 + r, n, value);
         }

@@ -18,7 +18,7 @@ use std::arch::x86_64::*;
 use phobos_quant::GgmlType;
 
 use super::q32_512::ActRow;
-use super::{bits_to_bytes, hsum8, iq4_lookup, load32, nibbles};
+use super::{hsum8, load32};
 
 const Q4_0: u32 = GgmlType::Q4_0 as u32;
 const Q5_0: u32 = GgmlType::Q5_0 as u32;
@@ -50,44 +50,192 @@ const fn offset_shift(f: u32) -> Option<i32> {
     }
 }
 
+/// The constants of [`unpack`] and the pair sums, read from memory
+/// through a pointer the optimizer cannot see through
+/// (`std::hint::black_box`) so each use is a memory operand. Hoisted into
+/// registers, as LLVM otherwise does, they pushed the 2 x 4 tile's
+/// accumulators out to the stack (a store and reload per product).
+#[repr(C, align(32))]
+struct Consts {
+    /// Byte `i` of the shuffle picks byte `i / 8` of the broadcast bits.
+    spread: [u8; 32],
+    /// Byte `i` is bit `i % 8`.
+    select: [u8; 32],
+    low_nibble: [u8; 32],
+    fifth_bit: [u8; 32],
+    ones_i16: [i16; 16],
+    /// IQ4_NL's levels, in both 128-bit halves.
+    iq4nl: [i8; 32],
+}
+
+static CONSTS: Consts = Consts {
+    spread: {
+        let mut bytes = [0u8; 32];
+        let mut i = 0;
+        while i < 32 {
+            bytes[i] = (i / 8) as u8;
+            i += 1;
+        }
+        bytes
+    },
+    select: {
+        let mut bytes = [0u8; 32];
+        let mut i = 0;
+        while i < 32 {
+            bytes[i] = 1 << (i % 8);
+            i += 1;
+        }
+        bytes
+    },
+    low_nibble: [0x0F; 32],
+    fifth_bit: [0x10; 32],
+    ones_i16: [1; 16],
+    iq4nl: {
+        let table = super::super::portable::KVALUES_IQ4NL;
+        let mut both = [0i8; 32];
+        let mut i = 0;
+        while i < 32 {
+            both[i] = table[i % 16];
+            i += 1;
+        }
+        both
+    },
+};
+
+/// Loads 32 bytes of a constant (a memory operand once folded).
+#[inline(always)]
+unsafe fn constant<T>(value: &T) -> __m256i {
+    const { assert!(std::mem::size_of::<T>() == 32) };
+    // SAFETY: `value` is 32 readable bytes on a 32-byte boundary (`Consts`).
+    unsafe { _mm256_load_si256((value as *const T).cast()) }
+}
+
+/// 16 packed bytes to 32 nibbles: low nibbles first, then high ones.
+#[inline(always)]
+unsafe fn nibbles_with(c: &Consts, qs: *const u8) -> __m256i {
+    // SAFETY: the caller passes 16 readable bytes and runs with AVX2.
+    unsafe {
+        let packed = _mm_loadu_si128(qs.cast());
+        let both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+        _mm256_and_si256(both, constant(&c.low_nibble))
+    }
+}
+
 /// One weight block: the unsigned `maddubs` operand and, for the sign
 /// trick (Q8_0, IQ4_NL), the signed levels whose signs move onto the
 /// activations.
+///
+/// # Safety
+/// AVX2; `w` points at one whole block of `F`.
 #[inline(always)]
-unsafe fn unpack<const F: u32>(w: &[u8]) -> (__m256i, __m256i) {
-    // SAFETY: the caller runs with AVX2 (`q32_tile_avx2`'s contract).
+unsafe fn unpack<const F: u32>(c: &Consts, w: *const u8) -> (__m256i, __m256i) {
+    // SAFETY: the caller runs with AVX2 and passes a whole block.
     unsafe {
         match F {
-            Q4_0 => (nibbles(&w[2..18]), _mm256_setzero_si256()),
+            Q4_0 => (nibbles_with(c, w.add(2)), _mm256_setzero_si256()),
             Q5_0 => {
-                let high = bits_to_bytes(u32::from_le_bytes([w[2], w[3], w[4], w[5]]));
-                let fifth = _mm256_and_si256(high, _mm256_set1_epi8(0x10));
+                let bits = w.add(2).cast::<u32>().read_unaligned();
+                let spread =
+                    _mm256_shuffle_epi8(_mm256_set1_epi32(bits as i32), constant(&c.spread));
+                let select = constant(&c.select);
+                let high = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+                let fifth = _mm256_and_si256(high, constant(&c.fifth_bit));
                 (
-                    _mm256_or_si256(nibbles(&w[6..22]), fifth),
+                    _mm256_or_si256(nibbles_with(c, w.add(6)), fifth),
                     _mm256_setzero_si256(),
                 )
             }
             IQ4_NL => {
-                let levels = iq4_lookup(nibbles(&w[2..18]));
+                let levels = _mm256_shuffle_epi8(constant(&c.iq4nl), nibbles_with(c, w.add(2)));
                 (_mm256_sign_epi8(levels, levels), levels)
             }
             _ => {
-                let levels = load32(&w[2..34]);
+                let levels = _mm256_loadu_si256(w.add(2).cast());
                 (_mm256_sign_epi8(levels, levels), levels)
             }
         }
     }
 }
 
-/// `W` weight rows of format `F` times `R` activation rows; returns
-/// `[w][r]`, bit-identical to `portable::row_dot` (multi-row order).
+/// `R` activation rows packed block by block for [`q32_tile_avx2`], so the
+/// tile reads one contiguous stream through one pointer (no per-row bounds
+/// checks, no per-row pointers competing for registers). Per block: the
+/// `R` rows' 32 levels; for Q4_0/Q5_0 the `R` rows' negated lane sums,
+/// already shifted by the format's offset; then one vector of scales whose
+/// lane `k` is row `k % R`'s (see [`q32_tile_avx2`]). Packed once per group
+/// of activation rows and reused by every weight-row pass over it.
+pub(in crate::host::qmatmul) struct PackedActs<const R: usize> {
+    vecs: Vec<__m256i>,
+    n_blocks: usize,
+}
+
+impl<const R: usize> PackedActs<R> {
+    /// Vectors per packed block for format `F`.
+    const fn per_block(f: u32) -> usize {
+        match offset_shift(f) {
+            Some(_) => 2 * R + 1,
+            None => R + 1,
+        }
+    }
+
+    /// Packs the first `n_blocks` blocks of `a_rows` for weight format `F`
+    /// (fewer if a row is shorter).
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(in crate::host::qmatmul) fn pack<const F: u32>(
+        a_rows: [ActRow<'_>; R],
+        n_blocks: usize,
+    ) -> Self {
+        const A_BYTES: usize = crate::host::qmatmul::activations::Q8_0_BYTES;
+        const { assert!(R >= 1 && R <= 8, "the scales of a block share one vector") };
+        let n_blocks = a_rows.iter().fold(n_blocks, |n, a| {
+            n.min(a.blocks.len() / A_BYTES)
+                .min(a.scales.len())
+                .min(a.neg_sums.len() / 8)
+        });
+        let mut vecs = Vec::with_capacity(n_blocks * Self::per_block(F));
+        for b in 0..n_blocks {
+            for a in &a_rows {
+                vecs.push(load32(&a.blocks[b * A_BYTES + 2..(b + 1) * A_BYTES]));
+            }
+            if let Some(shift) = offset_shift(F) {
+                for a in &a_rows {
+                    let sums = &a.neg_sums[8 * b..8 * b + 8];
+                    // SAFETY: `sums` is eight readable i32; unaligned load.
+                    let sums = unsafe { _mm256_loadu_si256(sums.as_ptr().cast()) };
+                    vecs.push(_mm256_sll_epi32(sums, _mm_cvtsi32_si128(shift)));
+                }
+            }
+            let scales: [f32; 8] = std::array::from_fn(|k| a_rows[k % R].scales[b]);
+            // SAFETY: eight readable f32; unaligned load.
+            vecs.push(_mm256_castps_si256(unsafe {
+                _mm256_loadu_ps(scales.as_ptr())
+            }));
+        }
+        Self { vecs, n_blocks }
+    }
+}
+
+/// Eight f32 lanes on a 32-byte boundary (the per-block scale products,
+/// read back one lane at a time with `vbroadcastss`).
+#[repr(C, align(32))]
+struct Lanes([f32; 8]);
+
+/// `W` weight rows of format `F` times the `R` packed activation rows;
+/// returns `[w][r]`, bit-identical to `portable::row_dot` (multi-row order).
 /// `PREFETCH`: software-prefetch the weight rows [`PREFETCH_BLOCKS`] ahead.
+///
+/// Per block the `W x R` scale products `d_w * d_x` are one vector
+/// multiply (lane `i * R + r`), stored and broadcast per product: the
+/// products are the same f32 operations as one multiply each, and no
+/// accumulator spills to make room for broadcast scales.
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C. `F` is Q4_0, Q5_0, Q8_0 or
-/// IQ4_NL and `W <= 4`; the weight rows hold whole blocks of `F`, and each activation
-/// row holds Q8_0 blocks (levels in -127..=127) with their scales and
-/// negated lane sums (`QActivations`), at least as many as a weight row.
+/// IQ4_NL, `W * R <= 8` and `W <= 4`; `acts` was packed for `F`; the weight
+/// rows hold whole blocks of `F` (the tile runs over the blocks both sides have).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(in crate::host::qmatmul) fn q32_tile_avx2<
     const F: u32,
@@ -96,90 +244,87 @@ pub(in crate::host::qmatmul) fn q32_tile_avx2<
     const PREFETCH: bool,
 >(
     w_rows: [&[u8]; W],
-    a_rows: [ActRow<'_>; R],
+    acts: &PackedActs<R>,
 ) -> [[f32; R]; W] {
-    const A_BYTES: usize = crate::host::qmatmul::activations::Q8_0_BYTES;
+    const {
+        assert!(
+            W <= 4 && W * R <= 8,
+            "the weight scales share one u64, the products one vector"
+        )
+    };
     let w_bytes = block_bytes(F);
+    let per_block = PackedActs::<R>::per_block(F);
     let n_blocks = w_rows
         .iter()
-        .map(|row| row.len() / w_bytes)
-        .chain(a_rows.iter().map(|a| {
-            (a.blocks.len() / A_BYTES)
-                .min(a.scales.len())
-                .min(a.neg_sums.len() / 8)
-        }))
-        .min()
-        .unwrap_or(0);
-    // Exact-length views: `view[b]` for `b < n_blocks` needs no check.
-    let w_blocks: [&[u8]; W] = std::array::from_fn(|i| &w_rows[i][..n_blocks * w_bytes]);
-    let a_blocks: [&[[u8; A_BYTES]]; R] =
-        std::array::from_fn(|r| &a_rows[r].blocks.as_chunks::<A_BYTES>().0[..n_blocks]);
-    let a_scales: [&[f32]; R] = std::array::from_fn(|r| &a_rows[r].scales[..n_blocks]);
-    let a_sums: [&[[i32; 8]]; R] =
-        std::array::from_fn(|r| &a_rows[r].neg_sums.as_chunks::<8>().0[..n_blocks]);
-    let ones = _mm256_set1_epi16(1);
+        .fold(acts.n_blocks, |n, row| n.min(row.len() / w_bytes));
+    let w_ptrs: [*const u8; W] = std::array::from_fn(|i| w_rows[i].as_ptr());
+    let packed = acts.vecs.as_ptr();
+    // Lane `k` of the weight scales is row `k / R`'s (rows past `W` repeat
+    // the last: their products are never read).
+    let w_lane: [i32; 8] = std::array::from_fn(|k| (k / R).min(W - 1) as i32);
+    // SAFETY: eight readable i32; unaligned load.
+    let w_lane = unsafe { _mm256_loadu_si256(w_lane.as_ptr().cast()) };
     let mut acc = [[_mm256_setzero_ps(); R]; W];
-    const { assert!(W <= 4, "the weight scales share one u64") };
-    // Lane `i` of the permute picks weight row `i`'s `d_w * d_x`.
-    let lane: [__m256i; W] = std::array::from_fn(|i| _mm256_set1_epi32(i as i32));
+    let mut d = Lanes([0.0; 8]);
     for b in 0..n_blocks {
         let mut unsigned = [_mm256_setzero_si256(); W];
         let mut sign = [_mm256_setzero_si256(); W];
-        // The weight rows' f16 scales side by side: one conversion for all
-        // `W` rows, and for one activation row one multiply.
+        // The weight rows' f16 scales side by side: one conversion for all.
         let mut scale_bits = 0u64;
+        let c = std::hint::black_box(&CONSTS);
         for i in 0..W {
-            // SAFETY: `b < n_blocks` and the row is `n_blocks` blocks long.
-            let w = unsafe { w_blocks[i].get_unchecked(b * w_bytes..(b + 1) * w_bytes) };
-            // SAFETY: this function's features cover `unpack`'s.
-            (unsigned[i], sign[i]) = unsafe { unpack::<F>(w) };
+            // SAFETY: `b < n_blocks` and row `i` holds `n_blocks` blocks.
+            let w = unsafe { w_ptrs[i].add(b * w_bytes) };
+            // SAFETY: this function's features cover `unpack`'s; `w` is a
+            // whole block.
+            (unsigned[i], sign[i]) = unsafe { unpack::<F>(c, w) };
             if PREFETCH {
                 // A matrix larger than the caches streams from memory
                 // (the 262144-row output projection): the hardware
                 // prefetcher alone left decode well below ggml's bandwidth.
-                let ahead = w_blocks[i]
-                    .as_ptr()
-                    .wrapping_add((b + PREFETCH_BLOCKS) * w_bytes);
+                let ahead = w_ptrs[i].wrapping_add((b + PREFETCH_BLOCKS) * w_bytes);
                 _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
             }
-            scale_bits |= u64::from(u16::from_le_bytes([w[0], w[1]])) << (16 * i);
+            // SAFETY: the block's first two bytes are its f16 scale.
+            let bits = unsafe { w.cast::<u16>().read_unaligned() };
+            scale_bits |= u64::from(bits) << (16 * i);
         }
         let wd = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128(scale_bits as i64)));
-        // Several activation rows: each weight row's scale broadcast once
-        // per block measured faster than a permute per product.
-        let wd_rows: [__m256; W] = std::array::from_fn(|i| {
-            if R > 1 {
-                _mm256_permutevar8x32_ps(wd, lane[i])
-            } else {
-                wd
-            }
-        });
+        let wd = if R > 1 {
+            _mm256_permutevar8x32_ps(wd, w_lane)
+        } else {
+            wd
+        };
+        // SAFETY: block `b < n_blocks` of the packing holds `per_block`
+        // vectors, the scales last.
+        let block = unsafe { packed.add(b * per_block) };
+        let ad = _mm256_castsi256_ps(unsafe { block.add(per_block - 1).read() });
+        // ggml's d_w * d_x: one f32 product each, the same in either order.
+        // SAFETY: `d` is 32 bytes on a 32-byte boundary.
+        unsafe { _mm256_store_ps(d.0.as_mut_ptr(), _mm256_mul_ps(wd, ad)) };
+        // Left to itself LLVM keeps the products in a register and
+        // extracts lanes with shuffles, costing a register (an accumulator
+        // spills) and a shuffle per product; through memory each is one
+        // `vbroadcastss` load.
+        let d = std::hint::black_box(&mut d);
+        #[allow(clippy::needless_range_loop)] // `r` picks the packed vectors too
         for r in 0..R {
-            let a = &a_blocks[r][b];
-            let aq = load32(&a[2..]);
-            // ggml's d_w * d_x: one f32 product each, the same in either order.
-            let ad = _mm256_set1_ps(a_scales[r][b]);
-            let d_all = _mm256_mul_ps(wd, ad);
-            let offset = offset_shift(F).map(|shift| {
-                // SAFETY: the array is 32 readable bytes; unaligned load.
-                let sums = unsafe { _mm256_loadu_si256(a_sums[r][b].as_ptr().cast()) };
-                _mm256_sll_epi32(sums, _mm_cvtsi32_si128(shift))
-            });
+            // SAFETY: levels are the block's first `R` vectors, the shifted
+            // sums (offset formats) the next `R`.
+            let aq = unsafe { block.add(r).read() };
+            let offset = offset_shift(F).map(|_| unsafe { block.add(R + r).read() });
             for i in 0..W {
                 let pairs = match offset {
                     Some(_) => _mm256_maddubs_epi16(unsigned[i], aq),
                     None => _mm256_maddubs_epi16(unsigned[i], _mm256_sign_epi8(aq, sign[i])),
                 };
-                let mut lanes = _mm256_madd_epi16(pairs, ones);
+                // SAFETY: AVX2 (this function's features), a `Consts` field.
+                let mut lanes = _mm256_madd_epi16(pairs, unsafe { constant(&c.ones_i16) });
                 if let Some(offset) = offset {
                     lanes = _mm256_add_epi32(lanes, offset);
                 }
-                let d = if R > 1 {
-                    _mm256_mul_ps(wd_rows[i], ad)
-                } else {
-                    _mm256_permutevar8x32_ps(d_all, lane[i])
-                };
-                acc[i][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[i][r]);
+                let scale = _mm256_broadcast_ss(&d.0[i * R + r]);
+                acc[i][r] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(lanes), acc[i][r]);
             }
         }
     }
