@@ -129,20 +129,25 @@ struct OutPtr(*mut f32);
 // SAFETY: tiles write disjoint elements (see `run`).
 unsafe impl Sync for OutPtr {}
 
-/// The parallel split: `(weight rows, activation rows)` tiles. Decode (few
-/// rows) splits the weight rows only, into about eight tiles per thread so
-/// uneven thread speed evens out; prompt batches also split M.
+/// The parallel split: `(weight rows, activation rows)` tiles, about eight
+/// per thread so uneven thread speed evens out. Decode (few rows) splits
+/// the weight rows only; prompt batches split M into 64-row tiles first.
 fn split(
     rows: usize,
     m_rows: usize,
     row_bytes: usize,
     threads: usize,
 ) -> Vec<(Range<usize>, Range<usize>)> {
-    let by_threads = rows.div_ceil(8 * threads.max(1)).max(16);
+    let tiles_wanted = 8 * threads.max(1);
     let n_tile = if m_rows <= 4 {
-        by_threads
+        rows.div_ceil(tiles_wanted).max(16)
     } else {
-        by_threads.min((TILE_WEIGHT_BYTES / row_bytes.max(1)).max(16))
+        // The M tiles already share the work out: split N only as far as
+        // balance needs, so each tile's packed activation groups
+        // (`x86/q32_avx2.rs`) serve as many weight rows as the cache allows.
+        let n_tiles_wanted = tiles_wanted.div_ceil(m_rows.div_ceil(M_TILE));
+        let by_balance = rows.div_ceil(n_tiles_wanted).max(16);
+        by_balance.min((TILE_WEIGHT_BYTES / row_bytes.max(1)).max(16))
     };
     // Whole groups of 16 weight rows (the AMX kernel's A tile, four of the
     // AVX-512 kernel's passes): only a matrix's last tile is ragged.
