@@ -254,8 +254,9 @@ fn q32_512_tile(
 }
 
 /// The AVX2 tile for Q4_0/Q5_0/Q8_0/IQ4_NL (`x86/q32_avx2.rs`): four
-/// weight rows per pass for a single activation row, two weight rows times
-/// up to four activation rows otherwise.
+/// weight rows per pass for a single activation row (one, prefetching, for
+/// matrices streamed from memory), two weight rows times up to four
+/// activation rows otherwise.
 #[cfg(target_arch = "x86_64")]
 fn q32_avx2_tile(
     w: &Weights<'_>,
@@ -291,7 +292,7 @@ fn q32_avx2_tile(
                         n_range.clone(),
                         store,
                     ),
-                    (_, true) => q32_avx2_group::<{ $f as u32 }, 4, 1, true>(
+                    (_, true) => q32_avx2_group::<{ $f as u32 }, 1, 1, true>(
                         w,
                         acts,
                         m0,
@@ -323,6 +324,15 @@ fn q32_avx2_tile(
 /// the prefetches (cache-resident, they only cost issue slots).
 const PREFETCH_MIN_BYTES: usize = 32 << 20;
 
+/// How far ahead of the weight block in use a streamed pass prefetches.
+/// Streamed passes take one weight row at a time, so the rows are one
+/// sequential stream and this distance runs along it. On the Zen 2 of
+/// session 9 (the 262144x640 Q8_0 output projection at M = 1) one row per
+/// pass with 5-22 KiB ahead ran 1.3x ggml's time on one and two threads;
+/// four rows per pass (four interleaved streams) with a 64-block distance
+/// along each row ran 0.8-0.9x.
+const PREFETCH_AHEAD_BYTES: usize = 16 << 10;
+
 /// `W` weight rows per pass over `n_range` times activation rows
 /// `m0..m0 + R`; the ragged end one weight row per pass.
 #[cfg(target_arch = "x86_64")]
@@ -345,10 +355,15 @@ fn q32_avx2_group<const F: u32, const W: usize, const R: usize, const PREFETCH: 
     // rows' block count, and `QActivations` holds every block's scale and
     // lane sums. The packing is for `F`.
     let packed = unsafe { PackedActs::<R>::pack::<F>(a_rows, acts.row_block_count()) };
+    let ahead = PREFETCH_AHEAD_BYTES;
     let mut n = n_range.start;
     while n + W <= n_range.end {
         let out = unsafe {
-            q32_tile_avx2::<F, W, R, PREFETCH>(std::array::from_fn(|i| w.row(n + i)), &packed)
+            q32_tile_avx2::<F, W, R, PREFETCH>(
+                std::array::from_fn(|i| w.row(n + i)),
+                &packed,
+                ahead,
+            )
         };
         for (i, values) in out.iter().enumerate() {
             for (r, &value) in values.iter().enumerate() {
@@ -358,7 +373,7 @@ fn q32_avx2_group<const F: u32, const W: usize, const R: usize, const PREFETCH: 
         n += W;
     }
     while n < n_range.end {
-        let [values] = unsafe { q32_tile_avx2::<F, 1, R, PREFETCH>([w.row(n)], &packed) };
+        let [values] = unsafe { q32_tile_avx2::<F, 1, R, PREFETCH>([w.row(n)], &packed, ahead) };
         for (r, &value) in values.iter().enumerate() {
             store(m0 + r, n, value);
         }

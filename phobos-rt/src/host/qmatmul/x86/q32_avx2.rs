@@ -11,7 +11,13 @@
 //!   the `W` weight rows' f16 scales are converted, and multiplied by the
 //!   activation scale, as one vector per block.
 //! - Four weight rows per pass for a single activation row, so the
-//!   activation block and its scale are loaded once per four rows.
+//!   activation block and its scale are loaded once per four rows (one row
+//!   per pass for matrices streamed from memory: one sequential stream,
+//!   prefetched ahead); two weight rows times four activation rows for
+//!   prompt batches, reading the activations packed once per group
+//!   ([`PackedActs`]) through one pointer.
+//! - No accumulator spills: the unpack constants are memory operands and
+//!   the per-block scale products one stored vector (see the kernel).
 
 use std::arch::x86_64::*;
 
@@ -23,14 +29,6 @@ use super::{hsum8, load32};
 const Q4_0: u32 = GgmlType::Q4_0 as u32;
 const Q5_0: u32 = GgmlType::Q5_0 as u32;
 const IQ4_NL: u32 = GgmlType::IQ4_NL as u32;
-
-/// How far ahead of each weight row's current block a streamed pass
-/// prefetches: 64 blocks (about 2 KiB of Q8_0). On the Zen 2 of session 8
-/// the 262144x640 Q8_0 output projection at M = 1 ran 31.1 ms with 8
-/// blocks, 27.2 with 24, 25.6 with 64 and no better with 128 or 256 (one
-/// thread; 15.6 -> 12.6 ms on two): 8 blocks ahead is less than one
-/// memory latency of the stream.
-const PREFETCH_BLOCKS: usize = 64;
 
 /// Block bytes of format `F`.
 const fn block_bytes(f: u32) -> usize {
@@ -225,7 +223,8 @@ struct Lanes([f32; 8]);
 
 /// `W` weight rows of format `F` times the `R` packed activation rows;
 /// returns `[w][r]`, bit-identical to `portable::row_dot` (multi-row order).
-/// `PREFETCH`: software-prefetch the weight rows [`PREFETCH_BLOCKS`] ahead.
+/// `PREFETCH`: software-prefetch each weight row `prefetch_ahead_bytes`
+/// past the block in use (the caller picks the distance).
 ///
 /// Per block the `W x R` scale products `d_w * d_x` are one vector
 /// multiply (lane `i * R + r`), stored and broadcast per product: the
@@ -245,6 +244,7 @@ pub(in crate::host::qmatmul) fn q32_tile_avx2<
 >(
     w_rows: [&[u8]; W],
     acts: &PackedActs<R>,
+    prefetch_ahead_bytes: usize,
 ) -> [[f32; R]; W] {
     const {
         assert!(
@@ -282,7 +282,7 @@ pub(in crate::host::qmatmul) fn q32_tile_avx2<
                 // A matrix larger than the caches streams from memory
                 // (the 262144-row output projection): the hardware
                 // prefetcher alone left decode well below ggml's bandwidth.
-                let ahead = w_ptrs[i].wrapping_add((b + PREFETCH_BLOCKS) * w_bytes);
+                let ahead = w_ptrs[i].wrapping_add(prefetch_ahead_bytes + b * w_bytes);
                 _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
             }
             // SAFETY: the block's first two bytes are its f16 scale.
