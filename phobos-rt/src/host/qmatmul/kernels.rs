@@ -266,11 +266,11 @@ fn q32_avx2_tile(
     store: &mut impl FnMut(usize, usize, f32),
 ) {
     use GgmlType::*;
-    let streamed = w.data.len() >= PREFETCH_MIN_BYTES;
+    let large = w.data.len() >= SINGLE_STREAM_MIN_BYTES;
     for_groups(m_range, |m0, group| {
         macro_rules! go {
             ($f:expr) => {
-                match (group, streamed) {
+                match (group, large) {
                     (4, _) => q32_avx2_group::<{ $f as u32 }, 2, 4, false>(
                         w,
                         acts,
@@ -299,7 +299,7 @@ fn q32_avx2_tile(
                         n_range.clone(),
                         store,
                     ),
-                    _ => q32_avx2_group::<{ $f as u32 }, 4, 1, false>(
+                    _ => q32_avx2_group::<{ $f as u32 }, 4, 1, true>(
                         w,
                         acts,
                         m0,
@@ -318,19 +318,20 @@ fn q32_avx2_tile(
     });
 }
 
-/// Weight bytes from which a single-row (decode) pass prefetches in
-/// software: larger than this machine class's L3, so the matrix comes from
-/// memory even in a loop over it; smaller ones measured ~10% slower with
-/// the prefetches (cache-resident, they only cost issue slots).
-const PREFETCH_MIN_BYTES: usize = 32 << 20;
+/// Weight bytes from which a decode pass takes one weight row at a time
+/// (larger than this machine class's L3): on the Zen 2 of session 9 the
+/// 262144x640 Q8_0 output projection at M = 1 ran 13-15 ms on one thread
+/// that way against 17-18 ms four rows at a time, both prefetching.
+const SINGLE_STREAM_MIN_BYTES: usize = 32 << 20;
 
-/// How far ahead of the weight block in use a streamed pass prefetches.
-/// Streamed passes take one weight row at a time, so the rows are one
-/// sequential stream and this distance runs along it. On the Zen 2 of
-/// session 9 (the 262144x640 Q8_0 output projection at M = 1) one row per
-/// pass with 5-22 KiB ahead ran 1.3x ggml's time on one and two threads;
-/// four rows per pass (four interleaved streams) with a 64-block distance
-/// along each row ran 0.8-0.9x.
+/// How far ahead of the weights in use a decode pass prefetches. Decode
+/// (one activation row) always prefetches: a model's weights are read once
+/// per token, far more bytes than the caches hold, so every matrix comes
+/// from memory. In `phobos bench` tg128 on Gemma 3 270M (Zen 2, session
+/// 9), prefetching every decode matrix ran 1.1-1.2x faster than
+/// prefetching only the output projection; cache-warm (a loop over one
+/// small matrix, `phobos-kbench qmatmul --pool-mib 0`) it costs up to
+/// ~1.3x, which a model never sees.
 const PREFETCH_AHEAD_BYTES: usize = 16 << 10;
 
 /// `W` weight rows per pass over `n_range` times activation rows

@@ -278,16 +278,24 @@ pub(in crate::host::qmatmul) fn q32_tile_avx2<
             // SAFETY: this function's features cover `unpack`'s; `w` is a
             // whole block.
             (unsigned[i], sign[i]) = unsafe { unpack::<F>(c, w) };
-            if PREFETCH {
-                // A matrix larger than the caches streams from memory
-                // (the 262144-row output projection): the hardware
-                // prefetcher alone left decode well below ggml's bandwidth.
-                let ahead = w_ptrs[i].wrapping_add(prefetch_ahead_bytes + b * w_bytes);
-                _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
-            }
             // SAFETY: the block's first two bytes are its f16 scale.
             let bits = unsafe { w.cast::<u16>().read_unaligned() };
             scale_bits |= u64::from(bits) << (16 * i);
+        }
+        if PREFETCH {
+            // A matrix larger than the caches streams from memory. The
+            // pass's `W` rows are adjacent, so prefetch them as one linear
+            // stream, `W` blocks' bytes per step: on Zen 2 that measured
+            // faster than one prefetch per row along each row (four
+            // interleaved streams).
+            let front = w_ptrs[0].wrapping_add(prefetch_ahead_bytes + b * W * w_bytes);
+            _mm_prefetch::<_MM_HINT_T0>(front.cast());
+            if W * w_bytes > 64 {
+                _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(64).cast());
+            }
+            if W * w_bytes > 128 {
+                _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(128).cast());
+            }
         }
         let wd = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128(scale_bits as i64)));
         let wd = if R > 1 {
