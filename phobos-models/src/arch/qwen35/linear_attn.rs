@@ -15,9 +15,10 @@ use crate::arch::attend::SeqSlot;
 use crate::engine::weights::{Linear, load_vector};
 use crate::engine::{EngineError, Result};
 use crate::gguf::Gguf;
-use crate::ops::activation::silu;
 use crate::ops::conv::{causal_conv1d_launch, conv_state_len};
-use crate::ops::deltanet::{DeltaNetShape, gated_delta_rule_launch, l2_norm_rows};
+use crate::ops::deltanet::{
+    DeltaNetShape, deltanet_gates, gated_delta_rule_launch, l2_norm, mul_silu, silu_in_place,
+};
 use crate::ops::rows::Body;
 use crate::ops::rows::rms_norm;
 
@@ -117,18 +118,10 @@ impl LinearAttention {
         slots: &mut [SeqSlot<'_>],
     ) -> Result<Vec<f32>> {
         let [mixed, z] = Linear::apply_all([&self.qkv, &self.gate], gguf, h, m)?;
-        let [beta, alpha] = Linear::apply_all([&self.beta, &self.alpha], gguf, h, m)?;
+        let [mut beta, mut g] = Linear::apply_all([&self.beta, &self.alpha], gguf, h, m)?;
         let n_v = dims.shape.n_v_heads;
-        let beta: Vec<f32> = beta.iter().map(|&b| sigmoid(b)).collect();
-        let g: Vec<f32> = alpha
-            .chunks(n_v)
-            .flat_map(|row| {
-                row.iter()
-                    .zip(&self.dt_bias)
-                    .zip(&self.a)
-                    .map(|((&x, &bias), &a)| softplus(x + bias) * a)
-            })
-            .collect();
+        // beta = sigmoid(beta), g = softplus(alpha + dt_bias) * a.
+        deltanet_gates(&mut beta, &mut g, &self.dt_bias, &self.a)?;
 
         let channels = dims.conv_channels();
         let (key_dim, value_dim) = (dims.key_dim(), dims.value_dim());
@@ -147,7 +140,7 @@ impl LinearAttention {
                 &mut conv_out,
                 Body::Launch,
             )?;
-            conv_out.iter_mut().for_each(|x| *x = silu(*x));
+            silu_in_place(&mut conv_out)?;
             // Split the channels into Q, K, V runs per token.
             let mut q = Vec::with_capacity(n * key_dim);
             let mut k = Vec::with_capacity(n * key_dim);
@@ -157,8 +150,8 @@ impl LinearAttention {
                 k.extend_from_slice(&row[key_dim..2 * key_dim]);
                 v.extend_from_slice(&row[2 * key_dim..]);
             }
-            l2_norm_rows(&mut q, d, rms_eps);
-            l2_norm_rows(&mut k, d, rms_eps);
+            l2_norm(&mut q, d, rms_eps)?;
+            l2_norm(&mut k, d, rms_eps)?;
             gated_delta_rule_launch(
                 &dims.shape,
                 &q,
@@ -173,18 +166,7 @@ impl LinearAttention {
         }
         // Gated norm per value head: rms_norm(o) * silu(z).
         rms_norm(&mut core, &self.norm, rms_eps)?;
-        for (o, &zv) in core.iter_mut().zip(&z) {
-            *o *= silu(zv);
-        }
+        mul_silu(&mut core, &z)?;
         self.out.apply(gguf, &core, m)
     }
-}
-
-fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + (-x).exp())
-}
-
-/// ggml's softplus: `log(1 + exp(x))`, the identity above 20.
-fn softplus(x: f32) -> f32 {
-    if x > 20.0 { x } else { (1.0 + x.exp()).ln() }
 }

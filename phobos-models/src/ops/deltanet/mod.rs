@@ -22,8 +22,13 @@
 
 use rayon::prelude::*;
 
+mod gates;
 mod handle;
 
+pub use gates::{
+    deltanet_gates, deltanet_gates_with, l2_norm, l2_norm_with, mul_silu, mul_silu_with,
+    silu_in_place, silu_in_place_with,
+};
 pub use handle::gated_delta_rule_launch;
 
 /// Heads and head width of one layer's recurrence.
