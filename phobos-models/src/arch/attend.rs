@@ -42,7 +42,7 @@ pub(crate) fn attend(
         let rows = slot.row0..slot.row0 + slot.n_tokens;
         // One launch each for the slot's queries (scaled) and keys, on the
         // same angles.
-        let angles = rope.angles_from(slot.pos0, slot.n_tokens);
+        let angles = rope.angles_launch(slot.pos0, slot.n_tokens)?;
         rope.rotate(
             &mut q[rows.start * q_width..rows.end * q_width],
             shape.head_dim_k,

@@ -6,8 +6,9 @@
 //! The rotation launches as a Phobos kernel (`rope.ph`, one per layout)
 //! through its typed handle, in place on the engine's rows
 //! (`with_borrowed`), the query scale fused in. On the host each handle's
-//! body is [`rotate_rows`], the hand-written op (`@host_impl`); the angles
-//! are computed here, once per token for its queries and keys.
+//! body is [`rotate_rows`], the hand-written op (`@host_impl`). The angle
+//! table is a kernel too (`rope_angles`), launched once per batch and
+//! shared by its queries and keys.
 
 use phobos::{Device, Tensor};
 
@@ -45,22 +46,75 @@ impl Rope {
     }
 
     /// [`Rope::angles`] of `n_tokens` consecutive positions from `pos0`
-    /// (`[n_tokens][n_rot / 2][2]`).
+    /// (`[n_tokens][n_rot / 2][2]`), computed here (the host op).
     pub fn angles_from(&self, pos0: usize, n_tokens: usize) -> Vec<f32> {
         let half = self.n_rot / 2;
-        let theta_scale = self.freq_base.powf(-2.0 / self.n_rot as f32);
-        let mut cos_sin = Vec::with_capacity(n_tokens * half * 2);
-        for pos in pos0..pos0 + n_tokens {
-            // ggml's order: the angle is scaled by one f32 multiply per
-            // pair, so pair i's angle carries i roundings.
-            let mut theta = pos as f32 * self.freq_scale;
-            for _ in 0..half {
-                cos_sin.push(theta.cos());
-                cos_sin.push(theta.sin());
-                theta *= theta_scale;
-            }
-        }
+        let mut cos_sin = vec![0.0; n_tokens * half * 2];
+        angles_into(
+            &mut cos_sin,
+            half,
+            pos0,
+            self.freq_scale,
+            self.theta_scale(),
+        );
         cos_sin
+    }
+
+    /// Each pair's angle is the previous one's times this.
+    fn theta_scale(&self) -> f32 {
+        self.freq_base.powf(-2.0 / self.n_rot as f32)
+    }
+
+    /// [`Rope::angles_from`] as a launch of the `rope_angles` kernel.
+    pub fn angles_launch(&self, pos0: usize, n_tokens: usize) -> Result<Vec<f32>, RowOpError> {
+        self.angles_with(pos0, n_tokens, Body::Launch)
+    }
+
+    /// [`Rope::angles_launch`] running `body`.
+    pub fn angles_with(
+        &self,
+        pos0: usize,
+        n_tokens: usize,
+        body: Body,
+    ) -> Result<Vec<f32>, RowOpError> {
+        const OP: &str = "rope_angles";
+        let fail = |source: phobos::Error| RowOpError {
+            op: OP,
+            source: Box::new(source),
+        };
+        let half = self.n_rot / 2;
+        let mut cos_sin = vec![0.0; n_tokens * half * 2];
+        if cos_sin.is_empty() {
+            return Ok(cos_sin);
+        }
+        let last = pos0.checked_add(n_tokens);
+        let pos0 = match (i32::try_from(pos0), last.map(i32::try_from)) {
+            (Ok(pos0), Some(Ok(_))) => pos0,
+            _ => {
+                return Err(fail(phobos::Error::BadShape {
+                    op: OP,
+                    shape: vec![pos0, n_tokens],
+                    expected: "positions below 2^31",
+                }));
+            }
+        };
+        let (freq_scale, theta_scale) = (self.freq_scale, self.theta_scale());
+        let device = Device::host();
+        device
+            .with_borrowed_write(&mut cos_sin, [n_tokens, half, 2], |cs| match body {
+                Body::Launch => rope_angles::launch(&device, cs, pos0, freq_scale, theta_scale),
+                Body::Generated => rope_angles::launch_generated(
+                    &device,
+                    &rope_angles::Config::default(),
+                    cs,
+                    pos0,
+                    freq_scale,
+                    theta_scale,
+                ),
+            })
+            .and_then(|launched| launched)
+            .map_err(fail)?;
+        Ok(cos_sin)
     }
 
     /// Rotates `x` (`[tokens][n_head * head_dim]`) with `cos_sin` (from
@@ -219,6 +273,39 @@ fn rope_host(
             rotate_rows(style, x, n_tokens, head_dim, cs, scale)
         })
     })?
+}
+
+/// Fills `cos_sin` (`[tokens][half][2]`) with each pair's `(cos, sin)`,
+/// token `t` at position `pos0 + t`: ggml's order, the angle scaled by one
+/// f32 multiply per pair, so pair i's angle carries i roundings.
+fn angles_into(cos_sin: &mut [f32], half: usize, pos0: usize, freq_scale: f32, theta_scale: f32) {
+    if half == 0 {
+        return;
+    }
+    for (t, row) in cos_sin.chunks_exact_mut(2 * half).enumerate() {
+        let mut theta = (pos0 + t) as f32 * freq_scale;
+        for cs in row.chunks_exact_mut(2) {
+            cs[0] = theta.cos();
+            cs[1] = theta.sin();
+            theta *= theta_scale;
+        }
+    }
+}
+
+/// `rope_angles`'s `@host_impl`.
+fn rope_angles_host(
+    _device: &Device,
+    cs: &mut Tensor<f32>,
+    pos0: i32,
+    freq_scale: f32,
+    theta_scale: f32,
+) -> phobos::Result<()> {
+    let half = cs.shape().get(1).copied().unwrap_or(0);
+    // The launcher passes positions checked non-negative.
+    let pos0 = usize::try_from(pos0).unwrap_or(0);
+    phobos::host::with_host_slice_mut(cs, |cs| {
+        angles_into(cs, half, pos0, freq_scale, theta_scale)
+    })
 }
 
 /// `rope_neox`'s `@host_impl`.

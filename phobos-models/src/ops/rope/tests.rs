@@ -151,3 +151,41 @@ fn a_shape_the_kernels_cannot_rotate_is_an_error_naming_the_op() {
     assert_eq!(err.op, "rope_normal");
     assert_eq!(x, vec![1.0f32; 12], "nothing written");
 }
+
+proptest! {
+    /// The angle table's launch runs the host op bit for bit; its generated
+    /// body takes the same f32 angle chain, and its cos/sin (f64, rounded
+    /// once) differ from libm's f32 ones by at most one rounding.
+    #[test]
+    fn angle_kernel_matches_the_host_table(
+        half in 0usize..70,
+        n_tokens in 1usize..5,
+        pos0 in prop_oneof![0usize..64, 100_000usize..100_100],
+        freq_base in prop_oneof![Just(10_000f32), Just(1_000_000f32), 100f32..1e6],
+        freq_scale in prop_oneof![Just(1f32), 0.1f32..1.0],
+    ) {
+        let rope = Rope { style: RopeStyle::Neox, n_rot: 2 * half, freq_base, freq_scale };
+        let host = rope.angles_from(pos0, n_tokens);
+        let launched = rope.angles_launch(pos0, n_tokens).unwrap();
+        prop_assert_eq!(bits(&launched), bits(&host));
+        let generated = rope.angles_with(pos0, n_tokens, Body::Generated).unwrap();
+        prop_assert_eq!(generated.len(), host.len());
+        for (i, (&g, &h)) in generated.iter().zip(&host).enumerate() {
+            let bound = f32::EPSILON * g.abs().max(h.abs());
+            prop_assert!((g - h).abs() <= bound, "entry {}: generated {} host {}", i, g, h);
+        }
+    }
+}
+
+#[test]
+fn angle_positions_past_i32_are_an_error() {
+    let rope = Rope {
+        style: RopeStyle::Normal,
+        n_rot: 4,
+        freq_base: 10_000.0,
+        freq_scale: 1.0,
+    };
+    let err = rope.angles_launch(i32::MAX as usize, 2).unwrap_err();
+    assert!(err.to_string().contains("rope_angles"), "{err}");
+    assert_eq!(rope.angles_launch(7, 0).unwrap(), Vec::<f32>::new());
+}
