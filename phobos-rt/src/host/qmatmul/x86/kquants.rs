@@ -354,6 +354,12 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize>(
     let w_bytes = block_bytes(F);
     let mut acc = [[_mm256_setzero_ps(); R]; W];
     let mut acc_mins = [[_mm_setzero_ps(); R]; W];
+    // Q4_K's min lanes of activation rows `2p` and `2p + 1` in one vector
+    // (`[2p].t0, .t1, [2p+1].t0, .t1 | [2p].t2, .t3, [2p+1].t2, .t3`), so
+    // a pair costs one `madd`, convert and FMA; the odd last row uses
+    // `acc_mins`. Lane for lane the same FMAs.
+    let mut acc_min_pairs = [[_mm256_setzero_ps(); R]; W];
+    let paired_rows = if F == Q4_K { R - R % 2 } else { 0 };
     let mut summs = [[0.0f32; R]; W];
     for b in 0..n_blocks {
         // (Loops, not `array::from_fn`: its closures are not inlined into
@@ -411,6 +417,26 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize>(
                 }
             }
         });
+        if paired_rows > 0 {
+            let mut mins = [_mm256_setzero_si256(); W];
+            for (pair_mins, block) in mins.iter_mut().zip(&blocks) {
+                // [m0..m3, m0..m3 | m4..m7, m4..m7] against the pair sums.
+                *pair_mins = _mm256_permute4x64_epi64::<0b01_01_00_00>(block.extra);
+            }
+            for p in 0..paired_rows / 2 {
+                let (a0, a1) = (a[2 * p], a[2 * p + 1]);
+                // [row 2p pair sums 0..4, row 2p+1 0..4 | 4..8, 4..8]
+                let pair_sums = _mm256_hadd_epi16(load32(&a0[4 + QK_K..]), load32(&a1[4 + QK_K..]));
+                let (y0, y1) = (f32_at(a0, 0), f32_at(a1, 0));
+                for i in 0..W {
+                    let prod = _mm256_cvtepi32_ps(_mm256_madd_epi16(mins[i], pair_sums));
+                    let dmin = blocks[i].dmin;
+                    let half = _mm_set_ps(-y1 * dmin, -y1 * dmin, -y0 * dmin, -y0 * dmin);
+                    let scale = _mm256_set_m128(half, half);
+                    acc_min_pairs[i][p] = _mm256_fmadd_ps(scale, prod, acc_min_pairs[i][p]);
+                }
+            }
+        }
         for r in 0..R {
             let yd = f32_at(a[r], 0);
             let bsums = load32(&a[r][4 + QK_K..]);
@@ -422,6 +448,7 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize>(
                         let mins = _mm256_cvtepi32_ps(_mm256_madd_epi16(u.extra, bsums));
                         acc[i][r] = _mm256_fmadd_ps(_mm256_set1_ps(-yd * u.dmin), mins, acc[i][r]);
                     }
+                    Q4_K if r < paired_rows => {}
                     Q4_K | Q5_K => {
                         let pair_sums = _mm_hadd_epi16(
                             _mm256_castsi256_si128(bsums),
@@ -456,6 +483,20 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize>(
     for i in 0..W {
         for r in 0..R {
             out[i][r] = match F {
+                Q4_K if r < paired_rows => {
+                    let mut lanes = [0.0f32; 8];
+                    // SAFETY: `lanes` is 32 writable bytes; the store is unaligned.
+                    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc_min_pairs[i][r / 2]) };
+                    // Row `r`'s min lanes t0..t4, then `portable::hsum4`.
+                    let base = 2 * (r % 2);
+                    let t = [
+                        lanes[base],
+                        lanes[base + 1],
+                        lanes[base + 4],
+                        lanes[base + 5],
+                    ];
+                    hsum8(acc[i][r]) + ((t[0] + t[2]) + (t[1] + t[3]))
+                }
                 Q4_K => hsum8(acc[i][r]) + hsum4(acc_mins[i][r]),
                 Q5_K => hsum8(acc[i][r]) + summs[i][r],
                 _ => hsum8(acc[i][r]),
