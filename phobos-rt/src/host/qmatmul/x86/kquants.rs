@@ -131,7 +131,7 @@ struct Block<'a> {
     dmin: f32,
 }
 
-/// An all-zero activation block (the placeholder `k_tile_avx2` overwrites).
+/// An all-zero activation block (the placeholder `tile` overwrites).
 static ZERO_BLOCK: [u8; Q8_K_BYTES] = [0; Q8_K_BYTES];
 
 impl<'a> Block<'a> {
