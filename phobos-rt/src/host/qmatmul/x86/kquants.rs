@@ -49,9 +49,10 @@ const fn signed(f: u32) -> bool {
     !matches!(f, Q2_K | Q4_K | Q5_K | Q6_K)
 }
 
-/// Whether `F` has one scale per 32-element chunk (else one per 16).
+/// Whether `F` has one scale per 32-element chunk (Q4_K, Q5_K, IQ4_XS;
+/// the others one per 16 elements).
 const fn chunk_scaled(f: u32) -> bool {
-    matches!(f, Q4_K | Q5_K) || signed(f) && f != Q3_K
+    !matches!(f, Q2_K | Q3_K | Q6_K)
 }
 
 /// Runs `$body` eight times with `$c` bound to the literal chunk index
