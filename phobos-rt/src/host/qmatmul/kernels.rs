@@ -195,6 +195,11 @@ pub(super) fn run_tile(
         q32_avx2_tile(w, acts, n_range, m_range, store);
         return;
     }
+    #[cfg(target_arch = "x86_64")]
+    if super::x86::has_k_avx2(w.ty) {
+        k_avx2_tile(w, acts, n_range, m_range, store);
+        return;
+    }
     for_groups(m_range, |m0, group| match group {
         4 => simd_group::<4>(level, w, acts, m0, n_range.clone(), store),
         3 => simd_group::<3>(level, w, acts, m0, n_range.clone(), store),
@@ -571,6 +576,62 @@ fn k_512_group<const R: usize>(
     }
 }
 
+/// The AVX2 tile for the 256-element formats (`x86/kquants.rs`): one
+/// weight row times up to four activation rows per pass; for a single
+/// activation row (decode), two Q4_K weight rows per pass (Zen 2, M = 1:
+/// 640x1024 30.1 -> 27.8 us) but one row of the others (Q6_K 640x2048:
+/// 49.6 us with one row, 60.8 with two; its levels take more registers).
+#[cfg(target_arch = "x86_64")]
+fn k_avx2_tile(
+    w: &Weights<'_>,
+    acts: &QActivations,
+    n_range: Range<usize>,
+    m_range: Range<usize>,
+    store: &mut impl FnMut(usize, usize, f32),
+) {
+    use GgmlType::*;
+    for_groups(m_range, |m0, group| {
+        macro_rules! go {
+            ($f:expr) => {
+                match group {
+                    4 => k_avx2_group::<{ $f as u32 }, 1, 4>(w, acts, m0, n_range.clone(), store),
+                    3 => k_avx2_group::<{ $f as u32 }, 1, 3>(w, acts, m0, n_range.clone(), store),
+                    2 => k_avx2_group::<{ $f as u32 }, 1, 2>(w, acts, m0, n_range.clone(), store),
+                    _ if $f == Q4_K => {
+                        k_avx2_group::<{ $f as u32 }, 2, 1>(w, acts, m0, n_range.clone(), store)
+                    }
+                    _ => k_avx2_group::<{ $f as u32 }, 1, 1>(w, acts, m0, n_range.clone(), store),
+                }
+            };
+        }
+        match w.ty {
+            Q2_K => go!(Q2_K),
+            Q3_K => go!(Q3_K),
+            Q4_K => go!(Q4_K),
+            Q5_K => go!(Q5_K),
+            Q6_K => go!(Q6_K),
+            _ => go!(IQ4_XS),
+        }
+    });
+}
+
+#[cfg(target_arch = "x86_64")]
+fn k_avx2_group<const F: u32, const W: usize, const R: usize>(
+    w: &Weights<'_>,
+    acts: &QActivations,
+    m0: usize,
+    n_range: Range<usize>,
+    store: &mut impl FnMut(usize, usize, f32),
+) {
+    let a_rows: [&[u8]; R] = std::array::from_fn(|r| acts.row_blocks(m0 + r));
+    // SAFETY: this path runs only at a SIMD level, which the entry points
+    // accept only where the CPU has AVX2, FMA and F16C; activation levels
+    // are in -127..=127 (`QActivations`).
+    unsafe {
+        super::x86::k_rows_avx2::<F, W, R>(w.data, w.row_bytes, n_range, a_rows, m0, store);
+    }
+}
+
 fn float_row(level: KernelLevel, ty: GgmlType, w_row: &[u8], x: &[f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     if level != KernelLevel::Portable {
@@ -612,8 +673,8 @@ fn simd_group<const R: usize>(
     }
 }
 
-/// `W` weight rows times `R` activation rows on the AVX2 kernels (the
-/// 256-element kernels take one weight row at a time).
+/// `W` weight rows times `R` activation rows on the AVX2 kernels of the
+/// 32-element formats (the 256-element ones run `k_avx2_tile`).
 #[cfg(target_arch = "x86_64")]
 fn simd_rows<const W: usize, const R: usize>(
     level: KernelLevel,
@@ -626,7 +687,7 @@ fn simd_rows<const W: usize, const R: usize>(
     // checked the activation rows against the weight rows' block count,
     // and activation levels are in -127..=127 (`QActivations`).
     unsafe {
-        use super::x86::{k_rows_avx2 as k, q32_rows_avx2, q32_rows_vnni};
+        use super::x86::{q32_rows_avx2, q32_rows_vnni};
         use GgmlType::*;
         macro_rules! q {
             ($f:expr) => {
@@ -637,9 +698,6 @@ fn simd_rows<const W: usize, const R: usize>(
                 }
             };
         }
-        let k_rows = |f: unsafe fn(&[u8], [&[u8]; R]) -> [f32; R]| -> [[f32; R]; W] {
-            std::array::from_fn(|i| f(w_rows[i], a_rows))
-        };
         match ty {
             Q4_0 => q!(Q4_0),
             Q4_1 => q!(Q4_1),
@@ -647,12 +705,6 @@ fn simd_rows<const W: usize, const R: usize>(
             Q5_1 => q!(Q5_1),
             Q8_0 => q!(Q8_0),
             IQ4_NL => q!(IQ4_NL),
-            Q2_K => k_rows(k::<{ Q2_K as u32 }, R>),
-            Q3_K => k_rows(k::<{ Q3_K as u32 }, R>),
-            Q4_K => k_rows(k::<{ Q4_K as u32 }, R>),
-            Q5_K => k_rows(k::<{ Q5_K as u32 }, R>),
-            Q6_K => k_rows(k::<{ Q6_K as u32 }, R>),
-            IQ4_XS => k_rows(k::<{ IQ4_XS as u32 }, R>),
             _ => std::array::from_fn(|i| {
                 std::array::from_fn(|r| portable::row_dot(ty, w_rows[i], a_rows[r], false))
             }),

@@ -647,3 +647,35 @@ proptest! {
         prop_assert_eq!(bits(&avx2), bits(&portable), "{} {}x{} m={}", ty, rows, cols, m_rows);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+    /// The AVX2 tile of the 256-element formats (`x86/kquants.rs`: two
+    /// Q4_K weight rows or one of the others for one activation row, one
+    /// times up to four otherwise, chunk by chunk) equals the portable path
+    /// on ragged shapes: odd weight-row counts (the single-row end of a
+    /// two-row pass), one or several blocks, every activation group size.
+    #[test]
+    fn avx2_k_tile_equals_portable(
+        format in 0usize..6,
+        rows in 1usize..12,
+        blocks in 1usize..4,
+        m_rows in 1usize..10,
+        seed in 0u64..1000,
+    ) {
+        let ty = [
+            GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+            GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS,
+        ][format];
+        let cols = QK_K * blocks;
+        let w = weight_bytes(ty, &floats(seed, rows * cols));
+        let x = floats(seed + 1, m_rows * cols);
+        let acts = quantize_activations(ty, &x, m_rows, cols).unwrap();
+        let matrix = QMatrixRef { ty, rows, cols, data: &w };
+        let mut portable = vec![f32::NAN; m_rows * rows];
+        run(&matrix, &acts, &mut portable, false, KernelLevel::Portable).unwrap();
+        let mut avx2 = vec![f32::NAN; m_rows * rows];
+        run(&matrix, &acts, &mut avx2, false, KernelLevel::Avx2).unwrap();
+        prop_assert_eq!(bits(&avx2), bits(&portable), "{} {}x{} m={}", ty, rows, cols, m_rows);
+    }
+}

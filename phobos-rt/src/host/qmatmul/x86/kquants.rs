@@ -1,55 +1,85 @@
-//! The 256-element formats (Q2_K..Q6_K, IQ4_XS; partner Q8_K).
+//! The 256-element formats (Q2_K..Q6_K, IQ4_XS; partner Q8_K) on AVX2:
+//! `W` weight rows times `R` activation rows per pass, bit-exact with
+//! `portable::row_dot`.
+//!
+//! The eight 32-element chunks of a block are walked one at a time with the
+//! chunk index a literal (`for_chunks!`), so every shift and shuffle mask
+//! is an immediate: a chunk's levels and scales are built where the
+//! activation rows use them and stay in registers. Unpacking all eight
+//! first (the previous kernel) held 16 vectors per block, which went
+//! through the stack (16 stores per block on Zen 2's single store port);
+//! a non-unrolled chunk loop made the shifts variable (1.5x slower).
+//!
+//! Integer lane sums are exact in any order, so only the float part
+//! matters for bit-exactness: one FMA per lane and block (after the min
+//! or offset terms of the format), in block order, then the horizontal sum
+//! of `portable::row_dot`.
 
 use std::arch::x86_64::*;
+use std::ops::Range;
 
 use phobos_quant::{GgmlType, QK_K};
 
 use super::f16_at;
 use super::{hsum4, hsum8, iq4_lookup, load16, load32, nibbles};
+use crate::host::qmatmul::activations::Q8_K_BYTES;
 use crate::host::qmatmul::portable::f32_at;
 
-/// One weight block unpacked for reuse across activation rows.
-struct Unpacked {
-    /// Levels of the eight 32-element chunks.
-    levels: [__m256i; 8],
-    /// Per chunk, the i16 scales of its two 16-element halves.
-    scales: [__m256i; 8],
-    /// Q2_K: 16 mins; Q4_K/Q5_K: 8 mins (low half); Q6_K: the 16 scales.
-    extra: __m256i,
-    d: f32,
-    dmin: f32,
-}
+const Q2_K: u32 = GgmlType::Q2_K as u32;
+const Q3_K: u32 = GgmlType::Q3_K as u32;
+const Q4_K: u32 = GgmlType::Q4_K as u32;
+const Q5_K: u32 = GgmlType::Q5_K as u32;
+const Q6_K: u32 = GgmlType::Q6_K as u32;
 
-/// Per 32-element chunk `c`, the i16 scales of its two 16-element halves
-/// (`words[2c]` in the low 128 bits, `words[2c + 1]` in the high ones),
-/// by byte shuffles with constant masks instead of scalar broadcasts.
-#[inline(always)]
-unsafe fn half_scales(words: __m256i) -> [__m256i; 8] {
-    // SAFETY: the caller runs with AVX2 (`unpack`'s contract).
-    unsafe {
-        let low = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(words));
-        let high = _mm256_broadcastsi128_si256(_mm256_extracti128_si256(words, 1));
-        std::array::from_fn(|c| {
-            let src = if c < 4 { low } else { high };
-            _mm256_shuffle_epi8(
-                src,
-                _mm256_set_m128i(word_mask((2 * c + 1) % 8), word_mask((2 * c) % 8)),
-            )
-        })
+/// Block bytes of format `F`.
+const fn block_bytes(f: u32) -> usize {
+    match f {
+        Q2_K => 84,
+        Q3_K => 110,
+        Q4_K => 144,
+        Q5_K => 176,
+        Q6_K => 210,
+        _ => 136,
     }
 }
 
-/// Per chunk `c`, `words[c]` in every i16 lane (formats with one scale per
-/// 32 elements).
+/// Whether `F` multiplies signed levels (the sign moves onto the
+/// activations, as in ggml).
+const fn signed(f: u32) -> bool {
+    !matches!(f, Q2_K | Q4_K | Q5_K | Q6_K)
+}
+
+/// Whether `F` has one scale per 32-element chunk (Q4_K, Q5_K, IQ4_XS;
+/// the others one per 16 elements).
+const fn chunk_scaled(f: u32) -> bool {
+    !matches!(f, Q2_K | Q3_K | Q6_K)
+}
+
+/// Runs `$body` eight times with `$c` bound to the literal chunk index
+/// 0..8, so everything derived from it folds to immediates.
+macro_rules! for_chunks {
+    ($c:ident => $body:block) => {
+        for_chunks!(@each $c $body 0 1 2 3 4 5 6 7)
+    };
+    (@each $c:ident $body:block $($n:literal)*) => {
+        $({
+            const $c: usize = $n;
+            $body
+        })*
+    };
+}
+
+/// `x >> n` per u16 lane, `n` folded to an immediate by the caller.
 #[inline(always)]
-unsafe fn chunk_scales(words: __m128i) -> [__m256i; 8] {
-    // SAFETY: the caller runs with AVX2 (`unpack`'s contract).
+unsafe fn srli16(x: __m256i, n: usize) -> __m256i {
+    // SAFETY: the caller runs with AVX2.
     unsafe {
-        let src = _mm256_broadcastsi128_si256(words);
-        std::array::from_fn(|c| {
-            let mask = word_mask(c);
-            _mm256_shuffle_epi8(src, _mm256_set_m128i(mask, mask))
-        })
+        match n {
+            0 => x,
+            2 => _mm256_srli_epi16::<2>(x),
+            4 => _mm256_srli_epi16::<4>(x),
+            _ => _mm256_srli_epi16::<6>(x),
+        }
     }
 }
 
@@ -61,252 +91,451 @@ unsafe fn word_mask(w: usize) -> __m128i {
     unsafe { _mm_set1_epi16(pair) }
 }
 
-/// Inlined into the kernel (a call would pass the 17 vectors through
-/// memory, and `ty` would not fold).
-///
-/// # Safety
-/// The CPU supports AVX2 and F16C.
+/// The 6-bit scales (low 128 bits) and mins (high) of a Q4_K/Q5_K block as
+/// i16 words (`portable::k4_scale_min`). With the packed bytes as u32s
+/// `a, b, c` (bytes 4..16), the four dwords are `a & 0x3F..`,
+/// `(c & 0x0F..) | ((a >> 2) & 0x30..)`, `b & 0x3F..` and
+/// `((c >> 4) & 0x0F..) | ((b >> 2) & 0x30..)`, built in one vector: the
+/// scalar form plus four inserts was ~15% of a decode block's operations.
 #[inline(always)]
-unsafe fn unpack(ty: GgmlType, w: &[u8]) -> Unpacked {
-    // SAFETY: the caller guarantees the CPU features the intrinsics need.
-    unsafe { unpack_body(ty, w) }
-}
-
-#[inline(always)]
-unsafe fn unpack_body(ty: GgmlType, w: &[u8]) -> Unpacked {
-    // SAFETY: `unpack`'s contract.
+unsafe fn k4_words(w: &[u8]) -> __m256i {
+    // SAFETY: the caller runs with AVX2; `w` is a whole block (144 or 176
+    // bytes), so bytes 4..20 are readable.
     unsafe {
-        let zero = _mm256_setzero_si256();
-        let mut u = Unpacked {
-            levels: [zero; 8],
-            scales: [zero; 8],
-            extra: zero,
-            d: 0.0,
-            dmin: 0.0,
-        };
-        let low2 = _mm256_set1_epi8(3);
-        let low4 = _mm256_set1_epi8(0x0F);
-        match ty {
-            GgmlType::Q2_K => {
-                for half in 0..2 {
-                    let bits = load32(&w[16 + 32 * half..]);
-                    for s in 0..4 {
-                        let shifted = _mm256_srl_epi16(bits, _mm_cvtsi32_si128(2 * s));
-                        u.levels[4 * half + s as usize] = _mm256_and_si256(shifted, low2);
+        let packed = load16(&w[4..]);
+        let abab = _mm_shuffle_epi32::<0b01_01_00_00>(packed);
+        let cccc = _mm_shuffle_epi32::<0b10_10_10_10>(packed);
+        let (low6, top2, low4) = (0x3F3F_3F3F, 0x3030_3030, 0x0F0F_0F0F);
+        let own = _mm_and_si128(abab, _mm_set_epi32(0, low6, 0, low6));
+        let high = _mm_and_si128(_mm_srli_epi32::<2>(abab), _mm_set_epi32(top2, 0, top2, 0));
+        let from_c = _mm_and_si128(
+            _mm_srlv_epi32(cccc, _mm_set_epi32(4, 0, 0, 0)),
+            _mm_set_epi32(low4, 0, low4, 0),
+        );
+        let dwords = _mm_or_si128(own, _mm_or_si128(high, from_c));
+        _mm256_cvtepu8_epi16(dwords)
+    }
+}
+
+/// The 16 scales of a Q3_K block as i16 words (`portable::unpack_k`):
+/// scale `i` is the nibble `i / 8` of byte `96 + i % 8`, plus bits
+/// `2 * (i / 4)..` of byte `104 + i % 4` as bits 4..6, minus 32. Built in
+/// one vector: the scalar loop into an array compiled to a 16-step loop
+/// with variable shifts and a store-forwarding stall (Q3_K decode ran 2.8x
+/// slower than the previous kernel).
+#[inline(always)]
+unsafe fn k3_words(w: &[u8]) -> __m256i {
+    let low_bytes =
+        u64::from_le_bytes([w[96], w[97], w[98], w[99], w[100], w[101], w[102], w[103]]);
+    let high_bytes = u32::from_le_bytes([w[104], w[105], w[106], w[107]]);
+    // SAFETY: the caller runs with AVX2.
+    unsafe {
+        let low4 = _mm_set1_epi8(0x0F);
+        let packed = _mm_cvtsi64_si128(low_bytes as i64);
+        let lows = _mm_unpacklo_epi64(
+            _mm_and_si128(packed, low4),
+            _mm_and_si128(_mm_srli_epi16::<4>(packed), low4),
+        );
+        // Dword `g` holds bytes 104..108 shifted right by 2g: byte `4g + j`
+        // then has bits 2g..2g+2 of byte 104 + j at the bottom.
+        let spread = _mm_srlv_epi32(_mm_set1_epi32(high_bytes as i32), _mm_set_epi32(6, 4, 2, 0));
+        let highs = _mm_slli_epi16::<4>(_mm_and_si128(spread, _mm_set1_epi8(3)));
+        let unsigned = _mm256_cvtepu8_epi16(_mm_or_si128(lows, highs));
+        _mm256_sub_epi16(unsigned, _mm256_set1_epi16(32))
+    }
+}
+
+/// The per-block state of one weight block; the chunks' levels and scales
+/// are derived from it (and the block bytes) where they are used.
+#[derive(Clone, Copy)]
+struct Block<'a> {
+    w: &'a [u8],
+    /// The i16 scales, words 0..8 repeated in both 128-bit lanes.
+    scales_low: __m256i,
+    /// Words 8..16 repeated (formats with 16 scales).
+    scales_high: __m256i,
+    /// Q2_K: 16 mins; Q4_K/Q5_K: 8 mins (low half); Q6_K: the 16 scales.
+    extra: __m256i,
+    d: f32,
+    dmin: f32,
+}
+
+/// An all-zero activation block (the placeholder `tile` overwrites).
+static ZERO_BLOCK: [u8; Q8_K_BYTES] = [0; Q8_K_BYTES];
+
+impl<'a> Block<'a> {
+    /// A placeholder, overwritten before use.
+    // SAFETY: `__m256i` is plain integer lanes, valid at all-zero bits.
+    const EMPTY: Block<'static> = Block {
+        w: &[],
+        scales_low: unsafe { std::mem::zeroed() },
+        scales_high: unsafe { std::mem::zeroed() },
+        extra: unsafe { std::mem::zeroed() },
+        d: 0.0,
+        dmin: 0.0,
+    };
+
+    /// # Safety
+    /// AVX2 and F16C; `w` is one whole block of `F`.
+    #[inline(always)]
+    unsafe fn new<const F: u32>(w: &'a [u8]) -> Self {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let zero = _mm256_setzero_si256();
+            let low4 = _mm_set1_epi8(0x0F);
+            let (words, extra, d, dmin) = match F {
+                Q2_K => {
+                    let packed = load16(w);
+                    let sc = _mm256_cvtepu8_epi16(_mm_and_si128(packed, low4));
+                    let mins = _mm_and_si128(_mm_srli_epi16(packed, 4), low4);
+                    (sc, _mm256_cvtepu8_epi16(mins), f16_at(w, 80), f16_at(w, 82))
+                }
+                Q3_K => {
+                    let words = k3_words(w);
+                    (words, zero, f16_at(w, 108), 0.0)
+                }
+                Q4_K | Q5_K => {
+                    let words = k4_words(w);
+                    let mins = _mm256_castsi128_si256(_mm256_extracti128_si256(words, 1));
+                    (words, mins, f16_at(w, 0), f16_at(w, 2))
+                }
+                Q6_K => {
+                    let sc = _mm256_cvtepi8_epi16(load16(&w[192..]));
+                    (sc, sc, f16_at(w, 208), 0.0)
+                }
+                _ => {
+                    // IQ4_XS
+                    let scales_h = u32::from(u16::from_le_bytes([w[2], w[3]]));
+                    let mut sc = [0i16; 8];
+                    for (ib, value) in sc.iter_mut().enumerate() {
+                        let low = (w[4 + ib / 2] >> (4 * (ib % 2))) & 0x0F;
+                        let high = ((scales_h >> (2 * ib)) & 3) as u8;
+                        *value = i16::from(low | (high << 4)) - 32;
                     }
+                    // SAFETY: `sc` is 16 readable bytes; the load is unaligned.
+                    let words = _mm256_castsi128_si256(_mm_loadu_si128(sc.as_ptr().cast()));
+                    (words, zero, f16_at(w, 0), 0.0)
                 }
-                let packed = load16(w);
-                let sc = _mm256_cvtepu8_epi16(_mm_and_si128(packed, _mm_set1_epi8(0x0F)));
-                u.scales = half_scales(sc);
-                let mins = _mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F));
-                u.extra = _mm256_cvtepu8_epi16(mins);
-                (u.d, u.dmin) = (f16_at(w, 80), f16_at(w, 82));
-            }
-            GgmlType::Q3_K => {
-                let hmask = load32(w);
-                for half in 0..2 {
-                    let bits = load32(&w[32 + 32 * half..]);
-                    for s in 0..4 {
-                        let chunk = 4 * half + s as usize;
-                        let shifted = _mm256_srl_epi16(bits, _mm_cvtsi32_si128(2 * s));
-                        let low = _mm256_and_si256(shifted, low2);
-                        let bit = _mm256_set1_epi8(1 << chunk);
-                        let set = _mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), bit);
-                        let minus4 = _mm256_andnot_si256(set, _mm256_set1_epi8(4));
-                        u.levels[chunk] = _mm256_sub_epi8(low, minus4);
-                    }
-                }
-                let scales = &w[96..108];
-                let sc: [i16; 16] = std::array::from_fn(|i| {
-                    let low = (scales[i % 8] >> (4 * (i / 8))) & 0x0F;
-                    let high = (scales[8 + i % 4] >> (2 * (i / 4))) & 0x03;
-                    i16::from(low | (high << 4)) - 32
-                });
-                // SAFETY: `sc` is 32 readable bytes; the load is unaligned.
-                u.scales = half_scales(_mm256_loadu_si256(sc.as_ptr().cast()));
-                u.d = f16_at(w, 108);
-            }
-            GgmlType::Q4_K | GgmlType::Q5_K => {
-                let q5 = ty == GgmlType::Q5_K;
-                let qs = if q5 { &w[48..176] } else { &w[16..144] };
-                let hbits = if q5 { load32(&w[16..48]) } else { zero };
-                for pair in 0..4 {
-                    let bits = load32(&qs[32 * pair..]);
-                    for hi in 0..2 {
-                        let chunk = 2 * pair + hi;
-                        let shifted = if hi == 0 {
-                            bits
-                        } else {
-                            _mm256_srli_epi16(bits, 4)
-                        };
-                        let mut level = _mm256_and_si256(shifted, low4);
-                        if q5 {
-                            let bit = _mm256_set1_epi8(1 << chunk);
-                            let set = _mm256_cmpeq_epi8(_mm256_and_si256(hbits, bit), bit);
-                            level =
-                                _mm256_or_si256(level, _mm256_and_si256(set, _mm256_set1_epi8(16)));
-                        }
-                        u.levels[chunk] = level;
-                    }
-                }
-                // The 6-bit scales and mins (`k4_scale_min`), four per u32.
-                let word = |at: usize| u32::from_le_bytes([w[at], w[at + 1], w[at + 2], w[at + 3]]);
-                let (a, b, c) = (word(4), word(8), word(12));
-                let low6 = 0x3F3F_3F3F;
-                let (low4, top2) = (0x0F0F_0F0F, 0x3030_3030);
-                let scales_03 = a & low6;
-                let scales_47 = (c & low4) | ((a >> 2) & top2);
-                let mins_03 = b & low6;
-                let mins_47 = ((c >> 4) & low4) | ((b >> 2) & top2);
-                let packed = _mm_set_epi32(
-                    mins_47 as i32,
-                    mins_03 as i32,
-                    scales_47 as i32,
-                    scales_03 as i32,
-                );
-                let words = _mm256_cvtepu8_epi16(packed);
-                u.scales = chunk_scales(_mm256_castsi256_si128(words));
-                u.extra = _mm256_castsi128_si256(_mm256_extracti128_si256(words, 1));
-                (u.d, u.dmin) = (f16_at(w, 0), f16_at(w, 2));
-            }
-            GgmlType::Q6_K => {
-                for half in 0..2 {
-                    let ql1 = load32(&w[64 * half..]);
-                    let ql2 = load32(&w[64 * half + 32..]);
-                    let qh = load32(&w[128 + 32 * half..]);
-                    let lows = [
-                        ql1,
-                        ql2,
-                        _mm256_srli_epi16(ql1, 4),
-                        _mm256_srli_epi16(ql2, 4),
-                    ];
-                    let highs = [
-                        qh,
-                        _mm256_srli_epi16(qh, 2),
-                        _mm256_srli_epi16(qh, 4),
-                        _mm256_srli_epi16(qh, 6),
-                    ];
-                    for s in 0..4 {
-                        let low = _mm256_and_si256(lows[s], low4);
-                        let high = _mm256_slli_epi16(_mm256_and_si256(highs[s], low2), 4);
-                        u.levels[4 * half + s] = _mm256_or_si256(low, high);
-                    }
-                }
-                u.extra = _mm256_cvtepi8_epi16(load16(&w[192..]));
-                u.scales = half_scales(u.extra);
-                u.d = f16_at(w, 208);
-            }
-            _ => {
-                // IQ4_XS
-                let scales_h = u32::from(u16::from_le_bytes([w[2], w[3]]));
-                let mut sc = [0i16; 8];
-                for ib in 0..8 {
-                    u.levels[ib] = iq4_lookup(nibbles(&w[8 + 16 * ib..]));
-                    let low = (w[4 + ib / 2] >> (4 * (ib % 2))) & 0x0F;
-                    let high = ((scales_h >> (2 * ib)) & 3) as u8;
-                    sc[ib] = i16::from(low | (high << 4)) - 32;
-                }
-                // SAFETY: `sc` is 16 readable bytes; the load is unaligned.
-                u.scales = chunk_scales(_mm_loadu_si128(sc.as_ptr().cast()));
-                u.d = f16_at(w, 0);
+            };
+            Block {
+                w,
+                scales_low: _mm256_broadcastsi128_si256(_mm256_castsi256_si128(words)),
+                scales_high: _mm256_broadcastsi128_si256(_mm256_extracti128_si256(words, 1)),
+                extra,
+                d,
+                dmin,
             }
         }
-        u
+    }
+
+    /// The levels of chunk `c` (a literal): unsigned for the `maddubs`
+    /// operand, or signed for `signed` formats.
+    #[inline(always)]
+    unsafe fn levels<const F: u32>(&self, c: usize) -> __m256i {
+        let w = self.w;
+        // SAFETY: `new`'s contract.
+        unsafe {
+            let low2 = _mm256_set1_epi8(3);
+            let low4 = _mm256_set1_epi8(0x0F);
+            match F {
+                Q2_K => {
+                    let bits = load32(&w[16 + 32 * (c / 4)..]);
+                    _mm256_and_si256(srli16(bits, 2 * (c % 4)), low2)
+                }
+                Q3_K => {
+                    let bits = load32(&w[32 + 32 * (c / 4)..]);
+                    let low = _mm256_and_si256(srli16(bits, 2 * (c % 4)), low2);
+                    let bit = _mm256_set1_epi8((1u8 << c) as i8);
+                    let set = _mm256_cmpeq_epi8(_mm256_and_si256(load32(w), bit), bit);
+                    let minus4 = _mm256_andnot_si256(set, _mm256_set1_epi8(4));
+                    _mm256_sub_epi8(low, minus4)
+                }
+                Q4_K | Q5_K => {
+                    let start = if F == Q5_K { 48 } else { 16 };
+                    let bits = load32(&w[start + 32 * (c / 2)..]);
+                    let level = _mm256_and_si256(srli16(bits, 4 * (c % 2)), low4);
+                    if F == Q5_K {
+                        let bit = _mm256_set1_epi8((1u8 << c) as i8);
+                        let hbits = load32(&w[16..48]);
+                        let set = _mm256_cmpeq_epi8(_mm256_and_si256(hbits, bit), bit);
+                        _mm256_or_si256(level, _mm256_and_si256(set, _mm256_set1_epi8(16)))
+                    } else {
+                        level
+                    }
+                }
+                Q6_K => {
+                    let (half, s) = (c / 4, c % 4);
+                    let ql = load32(&w[64 * half + 32 * (s % 2)..]);
+                    let qh = load32(&w[128 + 32 * half..]);
+                    let low = _mm256_and_si256(srli16(ql, 4 * (s / 2)), low4);
+                    let high = _mm256_and_si256(srli16(qh, 2 * s), low2);
+                    _mm256_or_si256(low, _mm256_slli_epi16::<4>(high))
+                }
+                _ => iq4_lookup(nibbles(&w[8 + 16 * c..])),
+            }
+        }
+    }
+
+    /// The i16 scale of every element pair of chunk `c` (a literal).
+    #[inline(always)]
+    unsafe fn scales<const F: u32>(&self, c: usize) -> __m256i {
+        // SAFETY: `new`'s contract (AVX2).
+        unsafe {
+            if chunk_scaled(F) {
+                let mask = word_mask(c);
+                _mm256_shuffle_epi8(self.scales_low, _mm256_set_m128i(mask, mask))
+            } else {
+                // The two 16-element halves: words 2c (low lane), 2c + 1.
+                let src = if c < 4 {
+                    self.scales_low
+                } else {
+                    self.scales_high
+                };
+                let mask = _mm256_set_m128i(word_mask((2 * c + 1) % 8), word_mask((2 * c) % 8));
+                _mm256_shuffle_epi8(src, mask)
+            }
+        }
     }
 }
 
-/// The format of kernel instance `F` (a ggml type id), folded at compile time.
-const fn k_type(id: u32) -> GgmlType {
-    match id {
-        10 => GgmlType::Q2_K,
-        11 => GgmlType::Q3_K,
-        12 => GgmlType::Q4_K,
-        13 => GgmlType::Q5_K,
-        14 => GgmlType::Q6_K,
-        _ => GgmlType::IQ4_XS,
-    }
-}
-
-/// One weight row of a 256-element format times `R` Q8_K activation rows,
-/// in the order of `portable::row_dot`.
+/// Weight rows `n_range` of `w` (rows of `row_bytes`, format `F`) times
+/// the `R` Q8_K activation rows `a_rows` (output rows `m0..m0 + R`):
+/// `store(m, n, value)`, bit-identical to `portable::row_dot`. `W` weight
+/// rows per pass, the ragged end one at a time. The pointers and the block
+/// count are set up once here, so a pass costs its blocks and its `W * R`
+/// horizontal sums only (with K = 1024 a per-row setup was ~18% of the
+/// time).
 ///
 /// # Safety
-/// The CPU must support AVX2, FMA and F16C. `F` is the id of a 256-element format
-/// with a kernel, and each activation row holds as many Q8_K blocks (levels
-/// in -127..=127) as `w_row` has blocks.
+/// The CPU must support AVX2, FMA and F16C. `F` is the id of Q2_K..Q6_K or
+/// IQ4_XS, and the activation rows hold Q8_K blocks with levels in
+/// -127..=127 (`QActivations`). Short operands shorten the work, never
+/// read past it.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(in crate::host::qmatmul) fn k_rows_avx2<const F: u32, const R: usize>(
-    w_row: &[u8],
+pub(in crate::host::qmatmul) fn k_rows_avx2<const F: u32, const W: usize, const R: usize>(
+    w: &[u8],
+    row_bytes: usize,
+    n_range: Range<usize>,
     a_rows: [&[u8]; R],
-) -> [f32; R] {
-    const A_BYTES: usize = 4 + QK_K + 32;
-    let ty = k_type(F);
-    let w_bytes = match F {
-        10 => 84,
-        11 => 110,
-        12 => 144,
-        13 => 176,
-        14 => 210,
-        _ => 136,
-    };
-    let signed = matches!(ty, GgmlType::Q3_K | GgmlType::IQ4_XS);
-    let mut acc = [_mm256_setzero_ps(); R];
-    let mut acc_mins = [_mm_setzero_ps(); R];
-    let mut summs = [0.0f32; R];
-    for (b, w) in w_row.chunks_exact(w_bytes).enumerate() {
-        // SAFETY: this function's features cover `unpack`'s.
-        let u = unsafe { unpack(ty, w) };
-        for r in 0..R {
-            let a = &a_rows[r][b * A_BYTES..(b + 1) * A_BYTES];
-            let yd = f32_at(a, 0);
-            let mut sumi = _mm256_setzero_si256();
-            for c in 0..8 {
-                let aq = load32(&a[4 + 32 * c..]);
-                let pairs = if signed {
-                    _mm256_maddubs_epi16(
-                        _mm256_sign_epi8(u.levels[c], u.levels[c]),
-                        _mm256_sign_epi8(aq, u.levels[c]),
-                    )
-                } else {
-                    _mm256_maddubs_epi16(u.levels[c], aq)
-                };
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(u.scales[c], pairs));
+    m0: usize,
+    store: &mut impl FnMut(usize, usize, f32),
+) {
+    let w_bytes = block_bytes(F);
+    let n_blocks = a_rows
+        .iter()
+        .map(|a| a.len() / Q8_K_BYTES)
+        .fold(row_bytes / w_bytes, usize::min);
+    let n_end = n_range.end.min(w.len().checked_div(row_bytes).unwrap_or(0));
+    let mut a_ptrs = [std::ptr::null::<u8>(); R];
+    for (ptr, row) in a_ptrs.iter_mut().zip(&a_rows) {
+        *ptr = row.as_ptr();
+    }
+    let mut n = n_range.start;
+    while n + W <= n_end {
+        let mut w_ptrs = [std::ptr::null::<u8>(); W];
+        for (i, ptr) in w_ptrs.iter_mut().enumerate() {
+            // SAFETY: `n + i < n_end`, so row `n + i` lies inside `w`.
+            *ptr = unsafe { w.as_ptr().add((n + i) * row_bytes) };
+        }
+        // SAFETY: each weight row holds `row_bytes >= n_blocks * w_bytes`
+        // bytes, each activation row at least `n_blocks` Q8_K blocks; this
+        // function's features and contract cover `tile`'s.
+        let out = unsafe { tile::<F, W, R>(w_ptrs, a_ptrs, n_blocks) };
+        for (i, values) in out.iter().enumerate() {
+            for (r, &value) in values.iter().enumerate() {
+                store(m0 + r, n + i, value);
             }
-            let bsums = load32(&a[4 + QK_K..]);
-            match ty {
-                GgmlType::Q2_K => {
-                    let mins = _mm256_cvtepi32_ps(_mm256_madd_epi16(u.extra, bsums));
-                    acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(-yd * u.dmin), mins, acc[r]);
+        }
+        n += W;
+    }
+    while n < n_end {
+        // SAFETY: as above, one row.
+        let [values] =
+            unsafe { tile::<F, 1, R>([w.as_ptr().add(n * row_bytes)], a_ptrs, n_blocks) };
+        for (r, &value) in values.iter().enumerate() {
+            store(m0 + r, n, value);
+        }
+        n += 1;
+    }
+}
+
+/// `W` weight rows times `R` activation rows over `n_blocks` blocks;
+/// returns `[w][r]`.
+///
+/// # Safety
+/// `k_rows_avx2`'s; each `w_rows[i]` is readable for `n_blocks` blocks of
+/// `F`, each `a_rows[r]` for `n_blocks` Q8_K blocks.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn tile<const F: u32, const W: usize, const R: usize>(
+    w_rows: [*const u8; W],
+    a_rows: [*const u8; R],
+    n_blocks: usize,
+) -> [[f32; R]; W] {
+    let w_bytes = block_bytes(F);
+    let mut acc = [[_mm256_setzero_ps(); R]; W];
+    let mut acc_mins = [[_mm_setzero_ps(); R]; W];
+    // Q4_K's min lanes of activation rows `2p` and `2p + 1` in one vector
+    // (`[2p].t0, .t1, [2p+1].t0, .t1 | [2p].t2, .t3, [2p+1].t2, .t3`), so
+    // a pair costs one `madd`, convert and FMA; the odd last row uses
+    // `acc_mins`. Lane for lane the same FMAs.
+    let mut acc_min_pairs = [[_mm256_setzero_ps(); R]; W];
+    let paired_rows = if F == Q4_K { R - R % 2 } else { 0 };
+    let mut summs = [[0.0f32; R]; W];
+    for b in 0..n_blocks {
+        // (Loops, not `array::from_fn`: its closures are not inlined into
+        // this `target_feature` function, and vectors would cross calls
+        // through memory.)
+        let mut blocks = [Block::EMPTY; W];
+        for (block, &row) in blocks.iter_mut().zip(&w_rows) {
+            // SAFETY: `b < n_blocks` (the contract): block `b` is readable.
+            *block = unsafe {
+                Block::new::<F>(std::slice::from_raw_parts(row.add(b * w_bytes), w_bytes))
+            };
+        }
+        let mut a = [&ZERO_BLOCK; R];
+        for (block, &row) in a.iter_mut().zip(&a_rows) {
+            // SAFETY: as above; a byte array has alignment 1.
+            *block = unsafe { &*row.add(b * Q8_K_BYTES).cast::<[u8; Q8_K_BYTES]>() };
+        }
+        let mut sumi = [[_mm256_setzero_si256(); R]; W];
+        for_chunks!(C => {
+            let mut levels = [_mm256_setzero_si256(); W];
+            let mut scales = [_mm256_setzero_si256(); W];
+            for i in 0..W {
+                // SAFETY: as above; `C` is a chunk index below 8.
+                unsafe {
+                    levels[i] = blocks[i].levels::<F>(C);
+                    scales[i] = blocks[i].scales::<F>(C);
                 }
-                GgmlType::Q4_K | GgmlType::Q5_K => {
-                    let pair_sums = _mm_hadd_epi16(
-                        _mm256_castsi256_si128(bsums),
-                        _mm256_extracti128_si256(bsums, 1),
-                    );
-                    let prod = _mm_madd_epi16(_mm256_castsi256_si128(u.extra), pair_sums);
-                    let dmin = -yd * u.dmin;
-                    if ty == GgmlType::Q4_K {
-                        acc_mins[r] =
-                            _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_mins[r]);
+            }
+            for r in 0..R {
+                let aq = load32(&a[r][4 + 32 * C..]);
+                for i in 0..W {
+                    let pairs = if signed(F) {
+                        let magnitudes = _mm256_sign_epi8(levels[i], levels[i]);
+                        _mm256_maddubs_epi16(magnitudes, _mm256_sign_epi8(aq, levels[i]))
                     } else {
-                        let total = _mm_hadd_epi32(_mm_hadd_epi32(prod, prod), prod);
-                        let total = _mm_cvtsi128_si32(total);
-                        summs[r] = dmin.mul_add(total as f32, summs[r]);
+                        _mm256_maddubs_epi16(levels[i], aq)
+                    };
+                    sumi[i][r] = _mm256_add_epi32(sumi[i][r], _mm256_madd_epi16(scales[i], pairs));
+                }
+            }
+            // An opaque step on the sums after each chunk: without it LLVM
+            // regroups the work by activation row (all eight chunks of row
+            // 0 first), keeping every chunk's levels and scales live, and
+            // they spill to the stack again.
+            for row in sumi.iter_mut() {
+                for sum in row.iter_mut() {
+                    // SAFETY: an empty template; it only pins `sum` to a register.
+                    unsafe {
+                        std::arch::asm!(
+                            "/* {0} */",
+                            inout(ymm_reg) *sum,
+                            options(nomem, nostack, preserves_flags),
+                        );
                     }
                 }
-                GgmlType::Q6_K => {
-                    let offset = _mm256_slli_epi32(_mm256_madd_epi16(bsums, u.extra), 5);
-                    sumi = _mm256_sub_epi32(sumi, offset);
-                }
-                _ => {}
             }
-            let d = _mm256_set1_ps(yd * u.d);
-            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc[r]);
+        });
+        if paired_rows > 0 {
+            let mut mins = [_mm256_setzero_si256(); W];
+            for (pair_mins, block) in mins.iter_mut().zip(&blocks) {
+                // [m0..m3, m0..m3 | m4..m7, m4..m7] against the pair sums.
+                *pair_mins = _mm256_permute4x64_epi64::<0b01_01_00_00>(block.extra);
+            }
+            for p in 0..paired_rows / 2 {
+                let (a0, a1) = (a[2 * p], a[2 * p + 1]);
+                // [row 2p pair sums 0..4, row 2p+1 0..4 | 4..8, 4..8]
+                let pair_sums = _mm256_hadd_epi16(load32(&a0[4 + QK_K..]), load32(&a1[4 + QK_K..]));
+                let (y0, y1) = (f32_at(a0, 0), f32_at(a1, 0));
+                for i in 0..W {
+                    let prod = _mm256_cvtepi32_ps(_mm256_madd_epi16(mins[i], pair_sums));
+                    let dmin = blocks[i].dmin;
+                    let half = _mm_set_ps(-y1 * dmin, -y1 * dmin, -y0 * dmin, -y0 * dmin);
+                    let scale = _mm256_set_m128(half, half);
+                    acc_min_pairs[i][p] = _mm256_fmadd_ps(scale, prod, acc_min_pairs[i][p]);
+                }
+            }
+        }
+        for r in 0..R {
+            let yd = f32_at(a[r], 0);
+            let bsums = load32(&a[r][4 + QK_K..]);
+            for i in 0..W {
+                let u = &blocks[i];
+                let mut sumi = sumi[i][r];
+                match F {
+                    Q2_K => {
+                        let mins = _mm256_cvtepi32_ps(_mm256_madd_epi16(u.extra, bsums));
+                        acc[i][r] = _mm256_fmadd_ps(_mm256_set1_ps(-yd * u.dmin), mins, acc[i][r]);
+                    }
+                    Q4_K if r < paired_rows => {}
+                    Q4_K | Q5_K => {
+                        let pair_sums = _mm_hadd_epi16(
+                            _mm256_castsi256_si128(bsums),
+                            _mm256_extracti128_si256(bsums, 1),
+                        );
+                        let prod = _mm_madd_epi16(_mm256_castsi256_si128(u.extra), pair_sums);
+                        let dmin = -yd * u.dmin;
+                        if F == Q4_K {
+                            acc_mins[i][r] = _mm_fmadd_ps(
+                                _mm_set1_ps(dmin),
+                                _mm_cvtepi32_ps(prod),
+                                acc_mins[i][r],
+                            );
+                        } else {
+                            let total = _mm_hadd_epi32(_mm_hadd_epi32(prod, prod), prod);
+                            let total = _mm_cvtsi128_si32(total);
+                            summs[i][r] = dmin.mul_add(total as f32, summs[i][r]);
+                        }
+                    }
+                    Q6_K => {
+                        let offset = _mm256_slli_epi32(_mm256_madd_epi16(bsums, u.extra), 5);
+                        sumi = _mm256_sub_epi32(sumi, offset);
+                    }
+                    _ => {}
+                }
+                let d = _mm256_set1_ps(yd * u.d);
+                acc[i][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc[i][r]);
+            }
         }
     }
-    std::array::from_fn(|r| match ty {
-        GgmlType::Q4_K => hsum8(acc[r]) + hsum4(acc_mins[r]),
-        GgmlType::Q5_K => hsum8(acc[r]) + summs[r],
-        _ => hsum8(acc[r]),
-    })
+    let mut out = [[0.0; R]; W];
+    for i in 0..W {
+        for r in 0..R {
+            out[i][r] = match F {
+                Q4_K if r < paired_rows => {
+                    let mut lanes = [0.0f32; 8];
+                    // SAFETY: `lanes` is 32 writable bytes; the store is unaligned.
+                    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc_min_pairs[i][r / 2]) };
+                    // Row `r`'s min lanes t0..t4, then `portable::hsum4`.
+                    let base = 2 * (r % 2);
+                    let t = [
+                        lanes[base],
+                        lanes[base + 1],
+                        lanes[base + 4],
+                        lanes[base + 5],
+                    ];
+                    hsum8(acc[i][r]) + ((t[0] + t[2]) + (t[1] + t[3]))
+                }
+                Q4_K => hsum8(acc[i][r]) + hsum4(acc_mins[i][r]),
+                Q5_K => hsum8(acc[i][r]) + summs[i][r],
+                _ => hsum8(acc[i][r]),
+            };
+        }
+    }
+    out
+}
+
+/// Whether format `ty` has a kernel here.
+pub(in crate::host::qmatmul) const fn has_k_avx2(ty: GgmlType) -> bool {
+    matches!(
+        ty,
+        GgmlType::Q2_K
+            | GgmlType::Q3_K
+            | GgmlType::Q4_K
+            | GgmlType::Q5_K
+            | GgmlType::Q6_K
+            | GgmlType::IQ4_XS
+    )
 }

@@ -15,7 +15,7 @@ mod quantize;
 pub(super) use amx::{has_amx, has_q32_amx, q32_tile_amx};
 pub(super) use floats::row_dot_float_avx2;
 pub(super) use k_512::{has_k_512, k_rows_512};
-pub(super) use kquants::k_rows_avx2;
+pub(super) use kquants::{has_k_avx2, k_rows_avx2};
 pub(super) use legacy::iq4nl_single_avx2;
 pub(super) use legacy::{q32_rows_avx2, q32_rows_vnni};
 pub(super) use q32_512::{ActRow, has_q32_512, iq4nl_single_512, q32_rows_512};
