@@ -2,10 +2,10 @@
 // query scale fused in: every dim of every head is multiplied by `scale`
 // after the rotation (1 for keys).
 //
-// CS[t, i, :] is (cos, sin) of pair i's angle at token t's position. The
-// host computes it (ggml accumulates the angle by repeated f32 multiplies,
-// a serial chain per position) and both of a token's launches, queries and
-// keys, share it. The first 2 * HALF dims of a head rotate; the rest pass
+// CS[t, i, :] is (cos, sin) of pair i's angle at token t's position, made
+// by `rope_angles` below (ggml accumulates the angle by repeated f32
+// multiplies, a serial chain per position); both of a token's launches,
+// queries and keys, share it. The first 2 * HALF dims of a head rotate; the rest pass
 // through (scaled).
 //
 // Pairs go in whole blocks of 32 and then one at a time: a block's lanes
@@ -71,5 +71,21 @@ kernel rope_normal(X: tensor<f32>[T, NH, DP, 2], CS: tensor<f32>[T, HALF, 2], sc
   for p in range(HALF, DP, 32) {
     X[t, h, p :+ 32, 0] *= scale
     X[t, h, p :+ 32, 1] *= scale
+  }
+}
+
+// CS[t, i, :] = (cos, sin) of pair i's angle at position pos0 + t. The
+// angle starts at (pos0 + t) * freq_scale and is multiplied by theta_scale
+// once per pair, ggml's order (a serial chain per token, so pair i's angle
+// carries i roundings); one program per token.
+@host_impl(rope_angles_host)
+@grid(T)
+kernel rope_angles(CS: tensor<f32>[T, HALF, 2], pos0: i32, freq_scale: f32, theta_scale: f32) {
+  let t = program_id(0)
+  var theta = f32(pos0 + t) * freq_scale
+  for i in range(0, HALF) {
+    CS[t, i, 0] = cos(theta)
+    CS[t, i, 1] = sin(theta)
+    theta *= theta_scale
   }
 }
