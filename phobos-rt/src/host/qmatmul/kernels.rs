@@ -627,8 +627,18 @@ fn k_avx2_group<const F: u32, const W: usize, const R: usize>(
     // SAFETY: this path runs only at a SIMD level, which the entry points
     // accept only where the CPU has AVX2, FMA and F16C; activation levels
     // are in -127..=127 (`QActivations`).
+    // Decode reads each matrix from memory (`PREFETCH_AHEAD_BYTES`).
+    let prefetch = (R == 1).then_some(PREFETCH_AHEAD_BYTES);
     unsafe {
-        super::x86::k_rows_avx2::<F, W, R>(w.data, w.row_bytes, n_range, a_rows, m0, store);
+        super::x86::k_rows_avx2::<F, W, R>(
+            w.data,
+            w.row_bytes,
+            n_range,
+            a_rows,
+            m0,
+            prefetch,
+            store,
+        );
     }
 }
 

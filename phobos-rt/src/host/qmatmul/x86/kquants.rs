@@ -318,6 +318,7 @@ pub(in crate::host::qmatmul) fn k_rows_avx2<const F: u32, const W: usize, const 
     n_range: Range<usize>,
     a_rows: [&[u8]; R],
     m0: usize,
+    prefetch_ahead_bytes: Option<usize>,
     store: &mut impl FnMut(usize, usize, f32),
 ) {
     let w_bytes = block_bytes(F);
@@ -340,7 +341,7 @@ pub(in crate::host::qmatmul) fn k_rows_avx2<const F: u32, const W: usize, const 
         // SAFETY: each weight row holds `row_bytes >= n_blocks * w_bytes`
         // bytes, each activation row at least `n_blocks` Q8_K blocks; this
         // function's features and contract cover `tile`'s.
-        let out = unsafe { tile::<F, W, R>(w_ptrs, a_ptrs, n_blocks) };
+        let out = unsafe { tile::<F, W, R>(w_ptrs, a_ptrs, n_blocks, prefetch_ahead_bytes) };
         for (i, values) in out.iter().enumerate() {
             for (r, &value) in values.iter().enumerate() {
                 store(m0 + r, n + i, value);
@@ -350,8 +351,14 @@ pub(in crate::host::qmatmul) fn k_rows_avx2<const F: u32, const W: usize, const 
     }
     while n < n_end {
         // SAFETY: as above, one row.
-        let [values] =
-            unsafe { tile::<F, 1, R>([w.as_ptr().add(n * row_bytes)], a_ptrs, n_blocks) };
+        let [values] = unsafe {
+            tile::<F, 1, R>(
+                [w.as_ptr().add(n * row_bytes)],
+                a_ptrs,
+                n_blocks,
+                prefetch_ahead_bytes,
+            )
+        };
         for (r, &value) in values.iter().enumerate() {
             store(m0 + r, n, value);
         }
@@ -360,7 +367,8 @@ pub(in crate::host::qmatmul) fn k_rows_avx2<const F: u32, const W: usize, const 
 }
 
 /// `W` weight rows times `R` activation rows over `n_blocks` blocks;
-/// returns `[w][r]`.
+/// returns `[w][r]`. `prefetch_ahead_bytes`: prefetch the (adjacent) weight
+/// rows as one linear stream that far ahead, `W` blocks' bytes per block.
 ///
 /// # Safety
 /// `k_rows_avx2`'s; each `w_rows[i]` is readable for `n_blocks` blocks of
@@ -371,6 +379,7 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize>(
     w_rows: [*const u8; W],
     a_rows: [*const u8; R],
     n_blocks: usize,
+    prefetch_ahead_bytes: Option<usize>,
 ) -> [[f32; R]; W] {
     let w_bytes = block_bytes(F);
     let mut acc = [[_mm256_setzero_ps(); R]; W];
@@ -392,6 +401,12 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize>(
             *block = unsafe {
                 Block::new::<F>(std::slice::from_raw_parts(row.add(b * w_bytes), w_bytes))
             };
+        }
+        if let Some(ahead) = prefetch_ahead_bytes {
+            let front = w_rows[0].wrapping_add(ahead + b * W * w_bytes);
+            for line in (0..W * w_bytes).step_by(64) {
+                _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(line).cast());
+            }
         }
         let mut a = [&ZERO_BLOCK; R];
         for (block, &row) in a.iter_mut().zip(&a_rows) {
