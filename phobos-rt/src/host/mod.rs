@@ -107,5 +107,6 @@ pub use slice::{
 };
 pub use tile::{MAX_TILE_LEN, MAX_TILE_RANK, Tile, TileShape};
 pub use view::{PlainRead, Readable, TensorRead, TensorWrite};
+pub(crate) use view::fence_streamed_stores;
 
 pub use crate::element::{Bits, Float, Int, Num};
