@@ -150,11 +150,13 @@ fn owned_by(
             else {
                 return None;
             };
-            let len = [(lhs, rhs), (rhs, lhs)].into_iter().find_map(|(base, len)| {
-                (block_start(axis, base, lets).as_ref() == Some(&multiplier))
-                    .then(|| constant(len, lets))
-                    .flatten()
-            })?;
+            let len = [(lhs, rhs), (rhs, lhs)]
+                .into_iter()
+                .find_map(|(base, len)| {
+                    (block_start(axis, base, lets).as_ref() == Some(&multiplier))
+                        .then(|| constant(len, lets))
+                        .flatten()
+                })?;
             fits(&multiplier, &len).then_some(Some(multiplier))
         }
         Slice::Span { start, len } => {
