@@ -55,7 +55,7 @@ fn sum_slice<T: Num>(values: &[T]) -> T::Sum {
     for (p, &x) in partials.iter_mut().zip(rest) {
         *p = Num::add(*p, x.to_sum());
     }
-    fold_lanes(&partials, T::Sum::ZERO, |a, b| Num::add(a, b))
+    fold_lanes(&partials, T::Sum::ZERO, Num::add)
 }
 
 /// One reduction over the last dim. The ops are types, not function
