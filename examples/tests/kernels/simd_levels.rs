@@ -50,7 +50,7 @@ fn row_kernels_give_the_same_bits_at_every_level() {
         })
     });
     crate::every_config(rmsnorm::CONFIGS, |i, c| {
-        let (rows, cols) = (3, crate::ragged(c.BLOCK_C, i));
+        let (rows, cols) = (crate::ragged(c.ROWS, i), crate::ragged(c.BLOCK_C, i));
         let (x, w) = (random(rows * cols, i as u64), random(cols, 99));
         same_bits_at_every_level(&format!("rmsnorm {c:?}"), |d| {
             let tx = d.tensor_from(&x, [rows, cols]).unwrap();
@@ -61,7 +61,7 @@ fn row_kernels_give_the_same_bits_at_every_level() {
         })
     });
     crate::every_config(layernorm::CONFIGS, |i, c| {
-        let (rows, cols) = (3, crate::ragged(c.BLOCK_C, i));
+        let (rows, cols) = (crate::ragged(c.ROWS, i), crate::ragged(c.BLOCK_C, i));
         let x = random(rows * cols, i as u64);
         let (w, b) = (random(cols, 98), random(cols, 97));
         same_bits_at_every_level(&format!("layernorm {c:?}"), |d| {

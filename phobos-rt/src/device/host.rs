@@ -1,10 +1,13 @@
 //! Host memory: 64-byte aligned buffers that every access reaches through
 //! element-width atomics.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Release, Ordering::SeqCst};
-
 use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Release, Ordering::SeqCst};
+
+#[cfg(test)]
+use super::host_lines::LINE_BYTES;
+use super::host_lines::Lines;
 
 use crate::pool::{self, Graph, Recorder};
 use crate::{Error, Result};
@@ -48,18 +51,8 @@ impl HostDevice {
     }
 }
 
-/// One cache line of a host buffer: 64-byte aligned, so a buffer starts on
-/// a cache line (and on an AVX-512 vector) and any element type's atomics
-/// are aligned at every element boundary.
-#[repr(C, align(64))]
-#[derive(Default)]
-struct Line([AtomicU64; LINE_BYTES / 8]);
-
-/// Bytes per [`Line`].
-const LINE_BYTES: usize = 64;
-
-/// Host memory for tensors: an allocation of its own, 64-byte aligned, or
-/// the caller's slice lent for a [`HostDevice::with_borrowed`] scope.
+/// Host memory for tensors: an allocation of its own ([`Lines`]: 64-byte
+/// aligned, huge-page backed from 2 MiB up), or the caller's slice lent for a [`HostDevice::with_borrowed`] scope.
 ///
 /// Plain (non-atomic, vectorizable) reads are allowed only between
 /// [`HostBuffer::try_begin_plain_read`] and [`HostBuffer::end_plain_read`],
@@ -80,11 +73,9 @@ const LINE_BYTES: usize = 64;
 /// for writes). A writable one (over `&mut [T]`) is accessed like an owned
 /// allocation. Both only ever hold elements of the `T` they were lent as.
 pub(crate) struct HostBuffer {
-    /// The owned memory; empty when borrowed.
-    lines: Box<[Line]>,
-    /// The caller's first byte when borrowed. (Owned memory's pointer is
-    /// taken from `lines` at each use, so it is never one made before the
-    /// box moved.)
+    /// The owned memory ([`Lines`]); empty when borrowed.
+    lines: Lines,
+    /// The caller's first byte when borrowed.
     borrowed_base: Option<NonNull<u8>>,
     kind: BufferKind,
     len_bytes: usize,
@@ -128,20 +119,18 @@ unsafe impl Sync for HostBuffer {}
 
 impl HostBuffer {
     /// A zero-filled buffer. All-zero bytes are a valid value of every
-    /// element type (`false`, `0`, `+0.0`).
-    pub(crate) fn zeroed(len_bytes: usize) -> HostBuffer {
-        let lines = (0..len_bytes.div_ceil(LINE_BYTES))
-            .map(|_| Line::default())
-            .collect();
-        HostBuffer {
-            lines,
+    /// element type (`false`, `0`, `+0.0`). `None` when `len_bytes` is
+    /// more than one allocation can hold.
+    pub(crate) fn zeroed(len_bytes: usize) -> Option<HostBuffer> {
+        Some(HostBuffer {
+            lines: Lines::zeroed(len_bytes)?,
             borrowed_base: None,
             kind: BufferKind::Owned,
             len_bytes,
             plain_readers: AtomicUsize::new(0),
             writers: AtomicUsize::new(0),
             on_drop: None,
-        }
+        })
     }
 
     /// A read-only buffer over the caller's elements.
@@ -173,7 +162,7 @@ impl HostBuffer {
 
     fn borrowed(base: NonNull<u8>, len_bytes: usize, kind: BufferKind) -> HostBuffer {
         HostBuffer {
-            lines: Box::default(),
+            lines: Lines::empty(),
             borrowed_base: Some(base),
             kind,
             len_bytes,
@@ -275,7 +264,7 @@ impl HostBuffer {
     pub(crate) fn base_ptr(&self) -> *mut u8 {
         match self.borrowed_base {
             Some(base) => base.as_ptr(),
-            None => self.lines.as_ptr().cast::<u8>().cast_mut(),
+            None => self.lines.as_ptr(),
         }
     }
 }
@@ -295,7 +284,7 @@ mod tests {
     #[test]
     fn buffers_start_on_a_cache_line() {
         for len_bytes in [1, 63, 64, 65, 4096 + 4] {
-            let buffer = HostBuffer::zeroed(len_bytes);
+            let buffer = HostBuffer::zeroed(len_bytes).unwrap();
             assert_eq!(buffer.base_ptr() as usize % LINE_BYTES, 0);
             assert_eq!(buffer.len_bytes(), len_bytes);
         }
@@ -303,7 +292,7 @@ mod tests {
 
     #[test]
     fn plain_readers_and_writers_exclude_each_other() {
-        let buffer = HostBuffer::zeroed(64);
+        let buffer = HostBuffer::zeroed(64).unwrap();
         assert!(buffer.try_begin_plain_read());
         assert!(buffer.try_begin_plain_read());
         buffer.end_plain_read();

@@ -3,6 +3,7 @@
 mod borrowed;
 pub mod cuda;
 mod host;
+mod host_lines;
 
 pub(crate) use cuda::CudaBuffer;
 pub use cuda::CudaDevice;
@@ -133,7 +134,11 @@ impl Device {
                 shape: shape.dims().to_vec(),
             })?;
         let storage = match &self.backend {
-            Backend::Host(_) => Storage::Host(Arc::new(HostBuffer::zeroed(len_bytes))),
+            Backend::Host(_) => Storage::Host(Arc::new(HostBuffer::zeroed(len_bytes).ok_or_else(
+                || Error::ShapeOverflow {
+                    shape: shape.dims().to_vec(),
+                },
+            )?)),
             Backend::Cuda(d) => Storage::Cuda(Arc::new(d.alloc_zeroed(len_bytes)?)),
         };
         Ok(Tensor::from_storage(storage, shape))

@@ -106,6 +106,7 @@ pub use slice::{
     store_scalar,
 };
 pub use tile::{MAX_TILE_LEN, MAX_TILE_RANK, Tile, TileShape};
+pub(crate) use view::fence_streamed_stores;
 pub use view::{PlainRead, Readable, TensorRead, TensorWrite};
 
 pub use crate::element::{Bits, Float, Int, Num};

@@ -185,7 +185,12 @@ impl<'a, T: Element> RawView<'a, T> {
 pub(crate) const STREAM_MIN_BYTES: usize = 32 << 20;
 
 /// Copies `values` to `dst`, the 16-byte-aligned middle with streaming
-/// stores, then fences them so the copy is ordered like plain stores.
+/// stores. They are weakly ordered: [`fence_streamed_stores`] must run on
+/// this thread before another thread may read `dst`. The pool runs it
+/// after every chunk of programs, before it counts them done (so before
+/// the launch can return), and a [`TensorWrite`] runs it when it drops on
+/// the launching thread. Fencing once per chunk instead of once per copy
+/// keeps a row kernel's next loads from waiting behind every tile's stores.
 ///
 /// # Safety
 /// `dst..dst + values.len()` must be valid for writes, not overlap
@@ -194,7 +199,7 @@ pub(crate) const STREAM_MIN_BYTES: usize = 32 << 20;
 unsafe fn stream_copy<T: Copy>(values: &[T], dst: *mut T) {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
         const VECTOR: usize = 16;
         let bytes = std::mem::size_of_val(values);
         let src = values.as_ptr().cast::<u8>();
@@ -204,9 +209,6 @@ unsafe fn stream_copy<T: Copy>(values: &[T], dst: *mut T) {
         // SAFETY: every range below lies inside the `bytes` bytes of `values`
         // and of `dst` (the caller's contract); the streamed stores go to
         // 16-byte-aligned addresses; SSE2 is part of the x86_64 baseline.
-        // The fence orders the streamed stores before anything this thread
-        // does next (the end of its program), as std's docs require before
-        // another thread may see them.
         unsafe {
             std::ptr::copy_nonoverlapping(src, out, head);
             for offset in (head..head + body).step_by(VECTOR) {
@@ -218,13 +220,24 @@ unsafe fn stream_copy<T: Copy>(values: &[T], dst: *mut T) {
                 out.add(head + body),
                 bytes - head - body,
             );
-            _mm_sfence();
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         // SAFETY: the caller's contract.
         unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), dst, values.len()) };
+    }
+}
+
+/// Orders this thread's streaming stores ([`stream_copy`]) before its later
+/// stores, as std's docs require before another thread may see them (a
+/// release store or lock after the fence then publishes them).
+#[inline]
+pub(crate) fn fence_streamed_stores() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_sfence();
     }
 }
 
@@ -340,6 +353,10 @@ pub struct TensorWrite<'a, T: Element> {
 
 impl<T: Element> Drop for TensorWrite<'_, T> {
     fn drop(&mut self) {
+        // Stores this thread streamed outside a pool launch.
+        if self.raw.stream_store {
+            fence_streamed_stores();
+        }
         self.buffer.end_write();
     }
 }
@@ -388,6 +405,10 @@ impl<'a, T: Element> TensorWrite<'a, T> {
     /// (SPEC.md §9), whose every element is stored by at most one program
     /// and read by none. (Other views cannot interfere: the tensor is
     /// borrowed mutably and its allocation is shared with no other tensor.)
+    /// Stores into a large tensor may stream past the cache; they are
+    /// fenced when the pool finishes a chunk of programs and when the view
+    /// drops, so the view must only be stored through from inside a pool
+    /// launch (`host::try_run_grid`) or on the thread that drops it.
     pub unsafe fn allow_plain_stores(&mut self) -> bool {
         self.raw.plain_store = self.sole_view;
         let elements: usize = self.raw.shape.iter().product();

@@ -71,6 +71,9 @@ impl<'a> Job<'a> {
                 let outcome = catch_unwind(AssertUnwindSafe(|| {
                     (begin..end).try_for_each(|linear| (step.task)(linear))
                 }));
+                // Before the chunk counts as done (or the launch as failed):
+                // another thread may read what it streamed once it does.
+                crate::host::fence_streamed_stores();
                 let failure = match outcome {
                     Ok(Ok(())) => None,
                     Ok(Err(error)) => Some(error),

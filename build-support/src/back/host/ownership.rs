@@ -5,9 +5,13 @@
 //! A tensor `T` is *program-owned* when the kernel never reads it (no load,
 //! no `op=` store, no `atomic_add`) and, for every grid axis `a` of
 //! `@grid`, one dim `d_a` is indexed in every store into `T` by
-//! `program_id(a)` (a point) or by a span `program_id(a) * M :+ L` with
+//! `program_id(a)` (a point), by a span `program_id(a) * M :+ L` with
 //! `L <= M` in every config (`M` a literal or a tune parameter; the start
-//! may go through `let` locals). Two different programs differ in some
+//! may go through `let` locals), or by a point that is the variable of a
+//! `for r in range(program_id(a) * M, program_id(a) * M + L[, step])`
+//! (the same bound on `L`): a loop over the rows of the program's block,
+//! whose every value lies in `[program_id(a) * M, program_id(a) * M + L)`
+//! as the span's do. Two different programs differ in some
 //! axis `a`, so their stores differ in dim `d_a`: no element is stored by
 //! two programs, and since no program reads `T`, nothing else touches an
 //! element while its owner stores it. The launcher adds the run-time half:
@@ -34,7 +38,10 @@ pub struct AxisOwner {
 /// The program-owned tensors of `kernel` (float tensors only), each with
 /// the multipliers the launcher must check against the grid.
 pub fn program_owned(kernel: &Kernel) -> Vec<(String, Vec<AxisOwner>)> {
-    let lets = let_values(kernel);
+    let bound = Bound {
+        lets: let_values(kernel),
+        loops: loop_ranges(kernel),
+    };
     let configs = kernel.configs();
     let axes = kernel.grid.len().max(1);
     let mut out = Vec::new();
@@ -60,7 +67,7 @@ pub fn program_owned(kernel: &Kernel) -> Vec<(String, Vec<AxisOwner>)> {
             continue;
         }
         let owners: Option<Vec<AxisOwner>> = (0..axes)
-            .map(|axis| owner_of_axis(axis, &stores, &lets, &configs))
+            .map(|axis| owner_of_axis(axis, &stores, &bound, &configs))
             .collect();
         if let Some(owners) = owners {
             out.push((param.name.clone(), owners));
@@ -73,7 +80,7 @@ pub fn program_owned(kernel: &Kernel) -> Vec<(String, Vec<AxisOwner>)> {
 fn owner_of_axis(
     axis: usize,
     stores: &[&[Slice]],
-    lets: &HashMap<LocalId, &Expr>,
+    bound: &Bound<'_>,
     configs: &[Config],
 ) -> Option<AxisOwner> {
     let rank = stores.first()?.len();
@@ -82,7 +89,7 @@ fn owner_of_axis(
         for index in stores {
             let Some(found) = index
                 .get(dim)
-                .and_then(|slice| owned_by(axis, slice, lets, configs))
+                .and_then(|slice| owned_by(axis, slice, bound, configs))
             else {
                 continue 'dims;
             };
@@ -102,28 +109,80 @@ fn owner_of_axis(
     None
 }
 
+/// What the indices of stores may be resolved through: immutable `let`
+/// values and the ranges of `for` variables.
+struct Bound<'k> {
+    lets: HashMap<LocalId, &'k Expr>,
+    /// `(start, end)` of each `for` variable's range.
+    loops: HashMap<LocalId, (&'k Expr, &'k Expr)>,
+}
+
 /// `Some(None)` for `program_id(axis)` as a point, `Some(Some(M))` for a
-/// span `program_id(axis) * M :+ L` with `L <= M` in every config.
+/// span `program_id(axis) * M :+ L`, or a point that is the variable of a
+/// `for` over `program_id(axis) * M .. program_id(axis) * M + L`, with
+/// `L <= M` in every config.
 fn owned_by(
     axis: usize,
     slice: &Slice,
-    lets: &HashMap<LocalId, &Expr>,
+    bound: &Bound<'_>,
     configs: &[Config],
 ) -> Option<Option<ShapeExpr>> {
+    let lets = &bound.lets;
+    let fits = |multiplier: &ShapeExpr, len: &ShapeExpr| {
+        configs
+            .iter()
+            .all(|c| (1..=multiplier.eval(c)).contains(&len.eval(c)))
+    };
     match slice {
-        Slice::Point(index) => is_program_id(axis, index, lets).then_some(None),
-        Slice::Span { start, len } => {
-            let multiplier = if is_program_id(axis, start, lets) {
-                ShapeExpr::Lit(1)
-            } else {
-                scaled_program_id(axis, start, lets)?
+        Slice::Point(index) if is_program_id(axis, index, lets) => Some(None),
+        Slice::Point(index) => {
+            let ExprKind::Local(var) = &resolve(index, lets).kind else {
+                return None;
             };
-            let fits = configs
-                .iter()
-                .all(|c| (1..=multiplier.eval(c)).contains(&len.eval(c)));
-            fits.then_some(Some(multiplier))
+            let (start, end) = bound.loops.get(var)?;
+            let multiplier = block_start(axis, start, lets)?;
+            // `end` is `start + L` (either order), `start` written again.
+            let ExprKind::Binary {
+                op: BinOp::Add,
+                lhs,
+                rhs,
+            } = &resolve(end, lets).kind
+            else {
+                return None;
+            };
+            let len = [(lhs, rhs), (rhs, lhs)]
+                .into_iter()
+                .find_map(|(base, len)| {
+                    (block_start(axis, base, lets).as_ref() == Some(&multiplier))
+                        .then(|| constant(len, lets))
+                        .flatten()
+                })?;
+            fits(&multiplier, &len).then_some(Some(multiplier))
+        }
+        Slice::Span { start, len } => {
+            let multiplier = block_start(axis, start, lets)?;
+            fits(&multiplier, len).then_some(Some(multiplier))
         }
         Slice::Full => None,
+    }
+}
+
+/// `M` of a block start `program_id(axis) * M` (`program_id(axis)` alone
+/// is `M = 1`).
+fn block_start(axis: usize, e: &Expr, lets: &HashMap<LocalId, &Expr>) -> Option<ShapeExpr> {
+    if is_program_id(axis, e, lets) {
+        Some(ShapeExpr::Lit(1))
+    } else {
+        scaled_program_id(axis, e, lets)
+    }
+}
+
+/// A positive literal or a tune parameter, as a shape expression.
+fn constant(e: &Expr, lets: &HashMap<LocalId, &Expr>) -> Option<ShapeExpr> {
+    match &resolve(e, lets).kind {
+        ExprKind::Int(v) if *v > 0 => Some(ShapeExpr::Lit(*v)),
+        ExprKind::Tune(name) => Some(ShapeExpr::Tune(name.clone())),
+        _ => None,
     }
 }
 
@@ -166,15 +225,10 @@ fn scaled_program_id(axis: usize, e: &Expr, lets: &HashMap<LocalId, &Expr>) -> O
     else {
         return None;
     };
-    let constant = |e: &Expr| match &resolve(e, lets).kind {
-        ExprKind::Int(v) if *v > 0 => Some(ShapeExpr::Lit(*v)),
-        ExprKind::Tune(name) => Some(ShapeExpr::Tune(name.clone())),
-        _ => None,
-    };
     if is_program_id(axis, lhs, lets) {
-        constant(rhs)
+        constant(rhs, lets)
     } else if is_program_id(axis, rhs, lets) {
-        constant(lhs)
+        constant(lhs, lets)
     } else {
         None
     }
@@ -188,6 +242,22 @@ fn let_values(kernel: &Kernel) -> HashMap<LocalId, &Expr> {
             && kernel.local(*local).is_some_and(|l| !l.mutable)
         {
             out.insert(*local, value);
+        }
+    });
+    out
+}
+
+/// The `(start, end)` of every `for` variable (immutable: the body cannot
+/// assign it).
+fn loop_ranges(kernel: &Kernel) -> HashMap<LocalId, (&Expr, &Expr)> {
+    let mut out = HashMap::new();
+    visit::stmts(&kernel.body, &mut |s| {
+        if let StmtKind::For {
+            var, start, end, ..
+        } = &s.kind
+            && kernel.local(*var).is_some_and(|l| !l.mutable)
+        {
+            out.insert(*var, (start, end));
         }
     });
     out
@@ -271,6 +341,45 @@ kernel k(X: tensor<f32>[R, C], Y: tensor<f32>[R, C]) {
 }",
         );
         assert_eq!(points[0].1[0].multiplier, None);
+    }
+
+    #[test]
+    fn a_loop_over_the_rows_of_the_programs_block_owns_them() {
+        let kernel = |range: &str, index: &str| {
+            format!(
+                "@autotune(ROWS in [1, 8], BC in [8])
+@grid(cdiv(R, ROWS))
+kernel k(X: tensor<f32>[R, C], Y: tensor<f32>[R, C]) {{
+  let r0 = program_id(0) * ROWS
+  for r in range({range}) {{
+    if r < R {{
+      Y[{index}, 0 :+ BC] = X[r, 0 :+ BC]
+    }}
+  }}
+}}"
+            )
+        };
+        let rows = owned(&kernel("r0, r0 + ROWS", "r"));
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(
+            rows[0].1,
+            [AxisOwner {
+                axis: 0,
+                multiplier: Some(ShapeExpr::Tune("ROWS".into()))
+            }]
+        );
+        // Either order of the end's sum, any step, a literal length that
+        // fits the smallest block.
+        assert_eq!(owned(&kernel("r0, ROWS + r0, 2", "r")).len(), 1);
+        assert_eq!(owned(&kernel("r0, r0 + 1", "r")).len(), 1);
+        // Past the block (2 > ROWS = 1), a start that is not the block's,
+        // an end not measured from it, or an index derived from the
+        // variable: not owned.
+        assert!(owned(&kernel("r0, r0 + 2", "r")).is_empty());
+        assert!(owned(&kernel("0, r0 + ROWS", "r")).is_empty());
+        assert!(owned(&kernel("r0, R", "r")).is_empty());
+        assert!(owned(&kernel("r0, 1 + ROWS", "r")).is_empty());
+        assert!(owned(&kernel("r0, r0 + ROWS", "r + 1")).is_empty());
     }
 
     #[test]
