@@ -271,6 +271,20 @@ fn q32_avx2_tile(
     store: &mut impl FnMut(usize, usize, f32),
 ) {
     use GgmlType::*;
+    // Prompt batches: whole groups of four activation rows against weight
+    // rows unpacked once per pass; the rest (decode, a ragged last group)
+    // decodes the weights in the kernel.
+    let whole_end = m_range.start + m_range.len() / 4 * 4;
+    if whole_end > m_range.start {
+        let whole = m_range.start..whole_end;
+        match w.ty {
+            Q4_0 => q32_avx2_prompt::<{ Q4_0 as u32 }>(w, acts, n_range.clone(), whole, store),
+            Q5_0 => q32_avx2_prompt::<{ Q5_0 as u32 }>(w, acts, n_range.clone(), whole, store),
+            IQ4_NL => q32_avx2_prompt::<{ IQ4_NL as u32 }>(w, acts, n_range.clone(), whole, store),
+            _ => q32_avx2_prompt::<{ Q8_0 as u32 }>(w, acts, n_range.clone(), whole, store),
+        }
+    }
+    let m_range = whole_end..m_range.end;
     let large = w.data.len() >= SINGLE_STREAM_MIN_BYTES;
     for_groups(m_range, |m0, group| {
         macro_rules! go {
@@ -349,12 +363,8 @@ fn q32_avx2_group<const F: u32, const W: usize, const R: usize, const PREFETCH: 
     n_range: Range<usize>,
     store: &mut impl FnMut(usize, usize, f32),
 ) {
-    use super::x86::{ActRow, PackedActs, q32_tile_avx2};
-    let a_rows: [ActRow<'_>; R] = std::array::from_fn(|r| ActRow {
-        blocks: acts.row_blocks(m0 + r),
-        scales: acts.row_scales(m0 + r),
-        neg_sums: acts.row_neg_lane_sums(m0 + r),
-    });
+    use super::x86::{PackedActs, q32_tile_avx2};
+    let a_rows = act_rows::<R>(acts, m0);
     // SAFETY (this and the tile calls): this path runs only at the AVX2
     // level, which the entry points accept only where the CPU has AVX2,
     // FMA and F16C; they checked the activation rows against the weight
@@ -384,6 +394,69 @@ fn q32_avx2_group<const F: u32, const W: usize, const R: usize, const PREFETCH: 
             store(m0 + r, n, value);
         }
         n += 1;
+    }
+}
+
+/// Activation rows `m0..m0 + R` as the AVX2 and AVX-512 tiles read them.
+#[cfg(target_arch = "x86_64")]
+fn act_rows<const R: usize>(acts: &QActivations, m0: usize) -> [super::x86::ActRow<'_>; R] {
+    std::array::from_fn(|r| super::x86::ActRow {
+        blocks: acts.row_blocks(m0 + r),
+        scales: acts.row_scales(m0 + r),
+        neg_sums: acts.row_neg_lane_sums(m0 + r),
+    })
+}
+
+/// Weight rows `n_range` times activation rows `m_range` (whole groups of
+/// four) for prompts: every group packed once, then two weight rows at a
+/// time unpacked once and run against each group, so a tile decodes each
+/// weight row once instead of once per group.
+#[cfg(target_arch = "x86_64")]
+fn q32_avx2_prompt<const F: u32>(
+    w: &Weights<'_>,
+    acts: &QActivations,
+    n_range: Range<usize>,
+    m_range: Range<usize>,
+    store: &mut impl FnMut(usize, usize, f32),
+) {
+    use super::x86::{PackedActs, UnpackedWeights, q32_tile_unpacked_avx2};
+    let n_blocks = acts.row_block_count();
+    // SAFETY (the packing, the unpacking and the tile calls): this path
+    // runs only at the AVX2 level, which the entry points accept only where
+    // the CPU has AVX2, FMA and F16C; they checked the activation rows
+    // against the weight rows' block count, and `QActivations` holds every
+    // block's scale and lane sums. Both sides are prepared for `F`.
+    let groups: Vec<(usize, PackedActs<4>)> = m_range
+        .step_by(4)
+        .map(|m0| {
+            (m0, unsafe {
+                PackedActs::<4>::pack::<F>(act_rows::<4>(acts, m0), n_blocks)
+            })
+        })
+        .collect();
+    let mut pair = UnpackedWeights::<2>::new();
+    let mut n = n_range.start;
+    while n + 2 <= n_range.end {
+        unsafe { pair.unpack::<F>([w.row(n), w.row(n + 1)], n_blocks) };
+        for (m0, group) in &groups {
+            let out = unsafe { q32_tile_unpacked_avx2::<F, 2, 4>(&pair, group) };
+            for (i, values) in out.iter().enumerate() {
+                for (r, &value) in values.iter().enumerate() {
+                    store(m0 + r, n + i, value);
+                }
+            }
+        }
+        n += 2;
+    }
+    if n < n_range.end {
+        let mut single = UnpackedWeights::<1>::new();
+        unsafe { single.unpack::<F>([w.row(n)], n_blocks) };
+        for (m0, group) in &groups {
+            let [values] = unsafe { q32_tile_unpacked_avx2::<F, 1, 4>(&single, group) };
+            for (r, &value) in values.iter().enumerate() {
+                store(m0 + r, n, value);
+            }
+        }
     }
 }
 
@@ -435,12 +508,8 @@ fn q32_512_group<const F: u32, const R: usize>(
     n_range: Range<usize>,
     store: &mut impl FnMut(usize, usize, f32),
 ) {
-    use super::x86::{ActRow, q32_rows_512};
-    let a_rows: [ActRow<'_>; R] = std::array::from_fn(|r| ActRow {
-        blocks: acts.row_blocks(m0 + r),
-        scales: acts.row_scales(m0 + r),
-        neg_sums: acts.row_neg_lane_sums(m0 + r),
-    });
+    use super::x86::q32_rows_512;
+    let a_rows = act_rows::<R>(acts, m0);
     let mut n = n_range.start;
     while n < n_range.end {
         let left = n_range.end - n;

@@ -338,3 +338,149 @@ pub(in crate::host::qmatmul) fn q32_tile_avx2<
     }
     std::array::from_fn(|i| std::array::from_fn(|r| hsum8(acc[i][r])))
 }
+
+/// `W` weight rows unpacked once for the prompt tile
+/// ([`q32_tile_unpacked_avx2`]), so every activation group of a tile reuses
+/// the decode instead of repeating it. Per block: the `W` rows' unsigned
+/// `maddubs` operands; for the sign trick (Q8_0, IQ4_NL) the `W` rows'
+/// signed levels; then one vector whose lane `i` is row `i`'s f32 scale.
+/// One buffer, refilled per pass (no allocation per weight row).
+pub(in crate::host::qmatmul) struct UnpackedWeights<const W: usize> {
+    vecs: Vec<__m256i>,
+    n_blocks: usize,
+}
+
+impl<const W: usize> UnpackedWeights<W> {
+    pub(in crate::host::qmatmul) fn new() -> Self {
+        Self {
+            vecs: Vec::new(),
+            n_blocks: 0,
+        }
+    }
+
+    /// Vectors per unpacked block for format `F`.
+    const fn per_block(f: u32) -> usize {
+        match offset_shift(f) {
+            Some(_) => W + 1,
+            None => 2 * W + 1,
+        }
+    }
+
+    /// Unpacks the first `n_blocks` blocks of `w_rows` (fewer if a row is
+    /// shorter), format `F` (Q4_0, Q5_0, Q8_0 or IQ4_NL).
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and F16C.
+    #[target_feature(enable = "avx2,f16c")]
+    pub(in crate::host::qmatmul) fn unpack<const F: u32>(
+        &mut self,
+        w_rows: [&[u8]; W],
+        n_blocks: usize,
+    ) {
+        const { assert!(W >= 1 && W <= 4, "the scales share one u64") };
+        let w_bytes = block_bytes(F);
+        let n_blocks = w_rows
+            .iter()
+            .fold(n_blocks, |n, row| n.min(row.len() / w_bytes));
+        self.vecs.clear();
+        self.vecs.reserve(n_blocks * Self::per_block(F));
+        self.n_blocks = n_blocks;
+        let sign_trick = offset_shift(F).is_none();
+        for b in 0..n_blocks {
+            let mut signs = [_mm256_setzero_si256(); W];
+            let mut scale_bits = 0u64;
+            for (i, row) in w_rows.iter().enumerate() {
+                let block = &row[b * w_bytes..(b + 1) * w_bytes];
+                // SAFETY: AVX2 (this function's features); `block` is one
+                // whole block of `F`.
+                let (unsigned, sign) = unsafe { unpack::<F>(&CONSTS, block.as_ptr()) };
+                self.vecs.push(unsigned);
+                signs[i] = sign;
+                scale_bits |= u64::from(u16::from_le_bytes([block[0], block[1]])) << (16 * i);
+            }
+            if sign_trick {
+                self.vecs.extend_from_slice(&signs);
+            }
+            let scales = _mm_cvtph_ps(_mm_cvtsi64_si128(scale_bits as i64));
+            self.vecs
+                .push(_mm256_castps_si256(_mm256_castps128_ps256(scales)));
+        }
+    }
+}
+
+/// [`q32_tile_avx2`] on weights unpacked once ([`UnpackedWeights`]): the
+/// same integers and float operations per block, bit for bit, without the
+/// decode, which a prompt tile would otherwise repeat for every group of
+/// activation rows. The weight vectors go in registers and the packed
+/// activations serve as memory operands, so a block of `W x R` products is
+/// about half the instructions of the decoding kernel.
+///
+/// # Safety
+/// The CPU must support AVX2, FMA and F16C. `W * R <= 8`; `weights` and
+/// `acts` were unpacked and packed for `F`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(in crate::host::qmatmul) fn q32_tile_unpacked_avx2<
+    const F: u32,
+    const W: usize,
+    const R: usize,
+>(
+    weights: &UnpackedWeights<W>,
+    acts: &PackedActs<R>,
+) -> [[f32; R]; W] {
+    const { assert!(W <= 4 && W * R <= 8, "the products share one vector") };
+    let n_blocks = weights.n_blocks.min(acts.n_blocks);
+    let w_per_block = UnpackedWeights::<W>::per_block(F);
+    let a_per_block = PackedActs::<R>::per_block(F);
+    let w_packed = weights.vecs.as_ptr();
+    let a_packed = acts.vecs.as_ptr();
+    let w_lane: [i32; 8] = std::array::from_fn(|k| (k / R).min(W - 1) as i32);
+    // SAFETY: eight readable i32; unaligned load.
+    let w_lane = unsafe { _mm256_loadu_si256(w_lane.as_ptr().cast()) };
+    let mut acc = [[_mm256_setzero_ps(); R]; W];
+    let mut d = Lanes([0.0; 8]);
+    for b in 0..n_blocks {
+        // SAFETY: block `b < n_blocks` of both packings holds its
+        // `per_block` vectors, the scales last.
+        let (w_block, a_block) =
+            unsafe { (w_packed.add(b * w_per_block), a_packed.add(b * a_per_block)) };
+        let wd = _mm256_castsi256_ps(unsafe { w_block.add(w_per_block - 1).read() });
+        let wd = if R > 1 {
+            _mm256_permutevar8x32_ps(wd, w_lane)
+        } else {
+            wd
+        };
+        let ad = _mm256_castsi256_ps(unsafe { a_block.add(a_per_block - 1).read() });
+        // ggml's d_w * d_x, one f32 product each (see `q32_tile_avx2`).
+        // SAFETY: `d` is 32 bytes on a 32-byte boundary.
+        unsafe { _mm256_store_ps(d.0.as_mut_ptr(), _mm256_mul_ps(wd, ad)) };
+        let d = std::hint::black_box(&mut d);
+        let c = std::hint::black_box(&CONSTS);
+        // SAFETY: the block's first `W` vectors are the unsigned operands.
+        let unsigned: [__m256i; W] = std::array::from_fn(|i| unsafe { w_block.add(i).read() });
+        #[allow(clippy::needless_range_loop)] // `r` picks the packed vectors too
+        for r in 0..R {
+            // SAFETY: levels are the activation block's first `R` vectors,
+            // the shifted sums (offset formats) the next `R`; the weight
+            // block's signed levels (sign trick) follow its `W` operands.
+            let aq = unsafe { a_block.add(r).read() };
+            let offset = offset_shift(F).map(|_| unsafe { a_block.add(R + r).read() });
+            for i in 0..W {
+                let pairs = match offset {
+                    Some(_) => _mm256_maddubs_epi16(unsigned[i], aq),
+                    None => {
+                        let sign = unsafe { w_block.add(W + i).read() };
+                        _mm256_maddubs_epi16(unsigned[i], _mm256_sign_epi8(aq, sign))
+                    }
+                };
+                // SAFETY: AVX2 (this function's features), a `Consts` field.
+                let mut lanes = _mm256_madd_epi16(pairs, unsafe { constant(&c.ones_i16) });
+                if let Some(offset) = offset {
+                    lanes = _mm256_add_epi32(lanes, offset);
+                }
+                let scale = _mm256_broadcast_ss(&d.0[i * R + r]);
+                acc[i][r] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(lanes), acc[i][r]);
+            }
+        }
+    }
+    std::array::from_fn(|i| std::array::from_fn(|r| hsum8(acc[i][r])))
+}
