@@ -370,7 +370,12 @@ fn q32_avx2_group<const F: u32, const W: usize, const R: usize, const PREFETCH: 
     // FMA and F16C; they checked the activation rows against the weight
     // rows' block count, and `QActivations` holds every block's scale and
     // lane sums. The packing is for `F`.
-    let packed = unsafe { PackedActs::<R>::pack::<F>(a_rows, acts.row_block_count()) };
+    thread_local! {
+        static PACK_BUFFER: std::cell::Cell<Vec<std::arch::x86_64::__m256i>> =
+            const { std::cell::Cell::new(Vec::new()) };
+    }
+    let buffer = PACK_BUFFER.take();
+    let packed = unsafe { PackedActs::<R>::pack_into::<F>(buffer, a_rows, acts.row_block_count()) };
     let ahead = PREFETCH_AHEAD_BYTES;
     let mut n = n_range.start;
     while n + W <= n_range.end {
@@ -395,6 +400,7 @@ fn q32_avx2_group<const F: u32, const W: usize, const R: usize, const PREFETCH: 
         }
         n += 1;
     }
+    PACK_BUFFER.set(packed.into_vecs());
 }
 
 /// Activation rows `m0..m0 + R` as the AVX2 and AVX-512 tiles read them.

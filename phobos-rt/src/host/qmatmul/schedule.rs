@@ -11,6 +11,11 @@ use super::{QActivations, QMatmulError, QMatrixRef, quantize_activations, vec_do
 /// Activation rows per tile: 64 quantized rows of a 2048-wide matrix stay
 /// in L2 while the tile's weight rows stream past them.
 const M_TILE: usize = 64;
+/// Fewest weight bytes per decode tile: a tile's hand-out and activation
+/// packing cost about as much as a few KiB of weights, so small matrices
+/// (Gemma 3 270M's 256x640 K and V, 113 KiB) split into a few tiles per
+/// thread rather than eight.
+const DECODE_TILE_MIN_BYTES: usize = 32 * 1024;
 /// Weight bytes per tile for prompt batches, so a tile's weights stay in L2
 /// while its activation rows pass over them.
 const TILE_WEIGHT_BYTES: usize = 256 * 1024;
@@ -140,7 +145,9 @@ fn split(
 ) -> Vec<(Range<usize>, Range<usize>)> {
     let tiles_wanted = 8 * threads.max(1);
     let n_tile = if m_rows <= 4 {
-        rows.div_ceil(tiles_wanted).max(16)
+        rows.div_ceil(tiles_wanted)
+            .max(16)
+            .max(DECODE_TILE_MIN_BYTES / row_bytes.max(1))
     } else {
         // The M tiles already share the work out: split N only as far as
         // balance needs, so each tile's packed activation groups

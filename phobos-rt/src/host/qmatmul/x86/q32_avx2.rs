@@ -186,6 +186,21 @@ impl<const R: usize> PackedActs<R> {
         a_rows: [ActRow<'_>; R],
         n_blocks: usize,
     ) -> Self {
+        Self::pack_into::<F>(Vec::new(), a_rows, n_blocks)
+    }
+
+    /// [`PackedActs::pack`] into `vecs`' allocation (cleared first): decode
+    /// packs one row per tile, hundreds of tiles per token, so the buffer is
+    /// reused ([`PackedActs::into_vecs`]) rather than allocated each time.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(in crate::host::qmatmul) fn pack_into<const F: u32>(
+        mut vecs: Vec<__m256i>,
+        a_rows: [ActRow<'_>; R],
+        n_blocks: usize,
+    ) -> Self {
         const A_BYTES: usize = crate::host::qmatmul::activations::Q8_0_BYTES;
         const { assert!(R >= 1 && R <= 8, "the scales of a block share one vector") };
         let n_blocks = a_rows.iter().fold(n_blocks, |n, a| {
@@ -193,7 +208,8 @@ impl<const R: usize> PackedActs<R> {
                 .min(a.scales.len())
                 .min(a.neg_sums.len() / 8)
         });
-        let mut vecs = Vec::with_capacity(n_blocks * Self::per_block(F));
+        vecs.clear();
+        vecs.reserve(n_blocks * Self::per_block(F));
         for b in 0..n_blocks {
             for a in &a_rows {
                 vecs.push(load32(&a.blocks[b * A_BYTES + 2..(b + 1) * A_BYTES]));
@@ -213,6 +229,11 @@ impl<const R: usize> PackedActs<R> {
             }));
         }
         Self { vecs, n_blocks }
+    }
+
+    /// The buffer back, for the next [`PackedActs::pack_into`].
+    pub(in crate::host::qmatmul) fn into_vecs(self) -> Vec<__m256i> {
+        self.vecs
     }
 }
 
