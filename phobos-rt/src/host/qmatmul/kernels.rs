@@ -386,21 +386,30 @@ fn q32_avx2_group<const F: u32, const W: usize, const R: usize, const PREFETCH: 
                 ahead,
             )
         };
-        for (i, values) in out.iter().enumerate() {
-            for (r, &value) in values.iter().enumerate() {
-                store(m0 + r, n + i, value);
-            }
-        }
+        store_tile(&out, m0, n, store);
         n += W;
     }
     while n < n_range.end {
-        let [values] = unsafe { q32_tile_avx2::<F, 1, R, PREFETCH>([w.row(n)], &packed, ahead) };
-        for (r, &value) in values.iter().enumerate() {
-            store(m0 + r, n, value);
-        }
+        let out = unsafe { q32_tile_avx2::<F, 1, R, PREFETCH>([w.row(n)], &packed, ahead) };
+        store_tile(&out, m0, n, store);
         n += 1;
     }
     PACK_BUFFER.set(packed.into_vecs());
+}
+
+/// Stores a tile's `[w][r]` results at weight rows `n..` and activation
+/// rows `m0..`.
+fn store_tile<const W: usize, const R: usize>(
+    out: &[[f32; R]; W],
+    m0: usize,
+    n: usize,
+    store: &mut impl FnMut(usize, usize, f32),
+) {
+    for (i, values) in out.iter().enumerate() {
+        for (r, &value) in values.iter().enumerate() {
+            store(m0 + r, n + i, value);
+        }
+    }
 }
 
 /// Activation rows `m0..m0 + R` as the AVX2 and AVX-512 tiles read them.
@@ -446,11 +455,7 @@ fn q32_avx2_prompt<const F: u32>(
         unsafe { pair.unpack::<F>([w.row(n), w.row(n + 1)], n_blocks) };
         for (m0, group) in &groups {
             let out = unsafe { q32_tile_unpacked_avx2::<F, 2, 4>(&pair, group) };
-            for (i, values) in out.iter().enumerate() {
-                for (r, &value) in values.iter().enumerate() {
-                    store(m0 + r, n + i, value);
-                }
-            }
+            store_tile(&out, *m0, n, store);
         }
         n += 2;
     }
@@ -458,10 +463,8 @@ fn q32_avx2_prompt<const F: u32>(
         let mut single = UnpackedWeights::<1>::new();
         unsafe { single.unpack::<F>([w.row(n)], n_blocks) };
         for (m0, group) in &groups {
-            let [values] = unsafe { q32_tile_unpacked_avx2::<F, 1, 4>(&single, group) };
-            for (r, &value) in values.iter().enumerate() {
-                store(m0 + r, n, value);
-            }
+            let out = unsafe { q32_tile_unpacked_avx2::<F, 1, 4>(&single, group) };
+            store_tile(&out, *m0, n, store);
         }
     }
 }

@@ -619,6 +619,32 @@ proptest! {
     }
 }
 
+/// One random `rows x cols` matrix of `ty` times `m_rows` activation rows
+/// on the AVX2 level and on the portable one, as result bits.
+fn avx2_and_portable(
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    m_rows: usize,
+    seed: u64,
+) -> (Vec<u32>, Vec<u32>) {
+    let w = weight_bytes(ty, &floats(seed, rows * cols));
+    let x = floats(seed + 1, m_rows * cols);
+    let acts = quantize_activations(ty, &x, m_rows, cols).unwrap();
+    let matrix = QMatrixRef {
+        ty,
+        rows,
+        cols,
+        data: &w,
+    };
+    let at = |level| {
+        let mut out = vec![f32::NAN; m_rows * rows];
+        run(&matrix, &acts, &mut out, false, level).unwrap();
+        bits(&out)
+    };
+    (at(KernelLevel::Avx2), at(KernelLevel::Portable))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
     /// The AVX2 tile of the Q8_0-partner formats (`x86/q32_avx2.rs`: four
@@ -635,16 +661,8 @@ proptest! {
         seed in 0u64..1000,
     ) {
         let ty = [GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::IQ4_NL][format];
-        let cols = 32 * blocks;
-        let w = weight_bytes(ty, &floats(seed, rows * cols));
-        let x = floats(seed + 1, m_rows * cols);
-        let acts = quantize_activations(ty, &x, m_rows, cols).unwrap();
-        let matrix = QMatrixRef { ty, rows, cols, data: &w };
-        let mut portable = vec![f32::NAN; m_rows * rows];
-        run(&matrix, &acts, &mut portable, false, KernelLevel::Portable).unwrap();
-        let mut avx2 = vec![f32::NAN; m_rows * rows];
-        run(&matrix, &acts, &mut avx2, false, KernelLevel::Avx2).unwrap();
-        prop_assert_eq!(bits(&avx2), bits(&portable), "{} {}x{} m={}", ty, rows, cols, m_rows);
+        let (avx2, portable) = avx2_and_portable(ty, rows, 32 * blocks, m_rows, seed);
+        prop_assert_eq!(avx2, portable, "{} {}x{} m={}", ty, rows, 32 * blocks, m_rows);
     }
 }
 
@@ -667,15 +685,7 @@ proptest! {
             GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
             GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS,
         ][format];
-        let cols = QK_K * blocks;
-        let w = weight_bytes(ty, &floats(seed, rows * cols));
-        let x = floats(seed + 1, m_rows * cols);
-        let acts = quantize_activations(ty, &x, m_rows, cols).unwrap();
-        let matrix = QMatrixRef { ty, rows, cols, data: &w };
-        let mut portable = vec![f32::NAN; m_rows * rows];
-        run(&matrix, &acts, &mut portable, false, KernelLevel::Portable).unwrap();
-        let mut avx2 = vec![f32::NAN; m_rows * rows];
-        run(&matrix, &acts, &mut avx2, false, KernelLevel::Avx2).unwrap();
-        prop_assert_eq!(bits(&avx2), bits(&portable), "{} {}x{} m={}", ty, rows, cols, m_rows);
+        let (avx2, portable) = avx2_and_portable(ty, rows, QK_K * blocks, m_rows, seed);
+        prop_assert_eq!(avx2, portable, "{} {}x{} m={}", ty, rows, QK_K * blocks, m_rows);
     }
 }
