@@ -3,10 +3,11 @@
 //! and gated delta rule of linear-attention (DeltaNet) layers.
 //!
 //! Each op is one function over host slices, tested against a
-//! straightforward f64 reference in its file. The weight products, the
-//! embedding lookup, the row ops (`rows`: norms, gated activations, adds,
-//! the router's softmax) and RoPE launch as Phobos kernels through their
-//! typed handles; attention, the conv and DeltaNet are host paths still.
+//! straightforward f64 reference in its file. Every op the engine runs
+//! launches as a Phobos kernel through its typed handle (the weight
+//! products, the embedding lookup, the row ops, RoPE, attention, the conv,
+//! DeltaNet and its gates, MoE routing); the hand-written host body behind
+//! each handle is its `@host_impl`, tested against the generated one.
 
 pub mod activation;
 pub mod attention;
@@ -19,5 +20,7 @@ pub mod norm;
 pub mod rope;
 pub mod rows;
 pub mod softmax;
+#[cfg(test)]
+mod test_data;
 
 pub use matmul::{QMatmulError, QMatrixRef, matmul};

@@ -10,28 +10,9 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::ops::test_data::{close, values};
 
 const EPS: f32 = f32::EPSILON;
-
-/// `a` and `b` agree within `ulps * EPS` of the larger magnitude.
-fn close(a: f32, b: f32, ulps: f32) -> bool {
-    if a.is_nan() || b.is_nan() {
-        return a.is_nan() && b.is_nan();
-    }
-    (a - b).abs() <= ulps * EPS * a.abs().max(b.abs())
-}
-
-fn values(seed: u64, len: usize, scale: f32) -> Vec<f32> {
-    let mut state = seed | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            ((state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-        })
-        .collect()
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
@@ -52,7 +33,7 @@ proptest! {
         l2_norm_rows(&mut want, width, 1e-6);
         prop_assert_eq!(&hand, &want, "the launch runs the engine's op");
         for (i, (&h, &g)) in hand.iter().zip(&generated).enumerate() {
-            prop_assert!(close(h, g, 4.0), "{}: {} vs {}", i, h, g);
+            prop_assert!(close(h, g, 4.0, 0.0), "{}: {} vs {}", i, h, g);
         }
     }
 
@@ -69,7 +50,7 @@ proptest! {
         let want: Vec<f32> = x.iter().map(|&v| silu(v)).collect();
         prop_assert_eq!(&hand, &want, "the launch runs the engine's op");
         for (i, (&h, &g)) in hand.iter().zip(&generated).enumerate() {
-            prop_assert!(close(h, g, 8.0), "silu {}: {} vs {}", i, h, g);
+            prop_assert!(close(h, g, 8.0, 0.0), "silu {}: {} vs {}", i, h, g);
         }
         let (mut hand, mut generated) = (x.clone(), x.clone());
         mul_silu_with(&mut hand, &z, Body::Launch).unwrap();
@@ -77,7 +58,7 @@ proptest! {
         let want: Vec<f32> = x.iter().zip(&z).map(|(&o, &zv)| o * silu(zv)).collect();
         prop_assert_eq!(&hand, &want, "the launch runs the engine's op");
         for (i, (&h, &g)) in hand.iter().zip(&generated).enumerate() {
-            prop_assert!(close(h, g, 8.0), "mul_silu {}: {} vs {}", i, h, g);
+            prop_assert!(close(h, g, 8.0, 0.0), "mul_silu {}: {} vs {}", i, h, g);
         }
     }
 
@@ -102,7 +83,7 @@ proptest! {
         let want_beta: Vec<f32> = beta.iter().map(|&b| sigmoid(b)).collect();
         prop_assert_eq!(&beta_hand, &want_beta, "the launch runs the engine's op");
         for (i, (&h, &g)) in beta_hand.iter().zip(&beta_gen).enumerate() {
-            prop_assert!(close(h, g, 8.0), "beta {}: {} vs {}", i, h, g);
+            prop_assert!(close(h, g, 8.0, 0.0), "beta {}: {} vs {}", i, h, g);
         }
         for (i, ((&h, &g), &x)) in g_hand.iter().zip(&g_gen).zip(&alpha).enumerate() {
             let head = i % heads;

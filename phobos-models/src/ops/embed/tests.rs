@@ -2,18 +2,7 @@
 //! against phobos-models' dequantizer, on rows quantized by phobos-quant.
 
 use super::*;
-
-fn values(seed: u64, len: usize) -> Vec<f32> {
-    let mut state = seed | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            ((state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * 3.0
-        })
-        .collect()
-}
+use crate::ops::test_data::values;
 
 const FORMATS: [GgmlType; 15] = [
     GgmlType::Q4_0,
@@ -43,7 +32,7 @@ fn every_format_looks_up_the_dequantized_rows() {
         let block = ty.info().block_len.max(1);
         for cols in [256usize, 640, 1024].into_iter().filter(|c| c % block == 0) {
             let rows = 7;
-            let floats = values(u64::from(cols as u32) ^ ty as u64, rows * cols);
+            let floats = values(u64::from(cols as u32) ^ ty as u64, rows * cols, 3.0);
             let mut data = Vec::new();
             crate::quant::quantize(ty, &floats, &mut data).unwrap();
             let table = QMatrixRef {

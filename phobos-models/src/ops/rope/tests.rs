@@ -4,19 +4,8 @@
 //! tokens, `n_rot` below the head width, whole and partial blocks of pairs.
 
 use super::*;
+use crate::ops::test_data::{bits, values};
 use proptest::prelude::*;
-
-fn values(seed: u64, len: usize, scale: f32) -> Vec<f32> {
-    let mut state = seed | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            ((state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-        })
-        .collect()
-}
 
 /// The engine's statement before the kernels: each token's heads rotated
 /// pair by pair, then the whole row multiplied by the scale unless it is 1.
@@ -47,10 +36,6 @@ fn rotate_then_scale(
             row.iter_mut().for_each(|v| *v *= scale);
         }
     }
-}
-
-fn bits(x: &[f32]) -> Vec<u32> {
-    x.iter().map(|v| v.to_bits()).collect()
 }
 
 proptest! {

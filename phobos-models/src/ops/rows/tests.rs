@@ -2,28 +2,8 @@
 //! (the `@host_impl` contract, SPEC.md §11), over ragged shapes.
 
 use super::*;
+use crate::ops::test_data::{close, values};
 use proptest::prelude::*;
-
-/// `a` and `b` agree within `ulps` units in the last place of the larger
-/// magnitude (plus `abs` for results near zero).
-fn close(a: f32, b: f32, ulps: f32, abs: f32) -> bool {
-    if a.is_nan() || b.is_nan() {
-        return a.is_nan() && b.is_nan();
-    }
-    (a - b).abs() <= ulps * f32::EPSILON * a.abs().max(b.abs()) + abs
-}
-
-fn values(seed: u64, len: usize, scale: f32) -> Vec<f32> {
-    let mut state = seed | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            ((state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-        })
-        .collect()
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
