@@ -1,5 +1,5 @@
 // C = alpha * A @ B + beta * C in f32, one TILE_M x TILE_N block of C per program.
-@autotune(TILE_M in [32, 256], TILE_N in [32, 256], TILE_K in [4, 32])
+@autotune(TILE_M in [32, 256], TILE_N in [32, 256], TILE_K in [4, 128])
 @grid(cdiv(M, TILE_M), cdiv(N, TILE_N))
 kernel gemm_f32(A: tensor<f32>[M, K], B: tensor<f32>[K, N], C: tensor<f32>[M, N],
                 alpha: f32, beta: f32) {

@@ -89,7 +89,7 @@ fn tune_space_is_data_with_the_default_first() {
     assert_eq!(saxpy::CONFIGS.first(), Some(&saxpy::Config::default()));
     let blocks: Vec<i64> = saxpy::Config::all().iter().map(|c| c.BLOCK).collect();
     assert_eq!(blocks, [256, 512, 1024, 2048, 4096]);
-    assert_eq!(gemm_f32::CONFIGS.len(), 4 * 4 * 4);
+    assert_eq!(gemm_f32::CONFIGS.len(), 4 * 4 * 6);
     assert_eq!(saxpy::KERNEL.name, "saxpy");
     assert_eq!(saxpy::KERNEL.dims, ["N"]);
     assert_eq!(saxpy::KERNEL.grid, ["cdiv(N, BLOCK)"]);
