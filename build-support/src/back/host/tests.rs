@@ -141,6 +141,29 @@ fn chains_whose_operands_read_the_target_are_not_rewritten() {
     assert!(!out.contains("host :: add_assign (& mut l_acc"), "{out}");
 }
 
+const ROW_SCALE: &str = "@autotune(R in [1, 4], BC in [64])
+kernel scale_rows(X: tensor<f32>[N, C], W: tensor<f32>[C], Y: tensor<f32>[N, C]) {
+  let x = X[program_id(0) * R :+ R, 0 :+ BC]
+  var e = exp(x)
+  let s = rowsum(e)
+  e /= s
+  e *= W[0 :+ BC]
+  Y[program_id(0) * R :+ R, 0 :+ BC] = e
+}";
+
+#[test]
+fn per_row_and_per_column_updates_are_fused_loops() {
+    let out = generated(ROW_SCALE).unwrap();
+    // `s` ([R, 1]) is read once per row of `e`, `W` ([C]) once per
+    // column: one row-by-row loop each, not the library's in-place op.
+    assert!(!out.contains("host :: div_assign"), "{out}");
+    assert!(!out.contains("host :: mul_assign"), "{out}");
+    assert!(
+        out.contains("l_e . as_mut_slice () . chunks_exact_mut (__inner)"),
+        "{out}"
+    );
+}
+
 const ELEMENTWISE: &str = "@autotune(B in [8, 16])
 kernel ew(x: tensor<f32>[N], z: tensor<f32>[N], y: tensor<f32>[N], s: f32) {
   let i = program_id(0) * B
