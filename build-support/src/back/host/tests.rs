@@ -124,8 +124,12 @@ const CHAIN: &str =
 #[test]
 fn update_chains_run_in_place_in_order() {
     let out = generated(CHAIN).unwrap();
-    let mul = out.find("host :: mul_assign (& mut l_acc").expect(&out);
+    // The rescale by `r` ([16, 1]) is a fused loop over `acc`'s rows.
+    let mul = out
+        .find("l_acc . as_mut_slice () . chunks_exact_mut (__inner)")
+        .expect(&out);
     let dot = out.find("host :: dot_acc (& mut l_acc").expect(&out);
+    assert!(out[mul..].contains("Num :: mul (* __acc"), "{out}");
     assert!(
         mul < dot,
         "the rescale must happen before the accumulation: {out}"
