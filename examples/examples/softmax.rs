@@ -22,8 +22,11 @@ phobos::kernel! {
       let r0 = program_id(0) * ROWS
       if C <= BLOCK_C {
         let x = load(X[r0 :+ ROWS, 0 :+ BLOCK_C], -1.0e30)
-        let e = exp(x - rowmax(x))
-        Y[r0 :+ ROWS, 0 :+ BLOCK_C] = e / rowsum(e)
+        // The exps are divided in place: no second row-sized tile.
+        var e = exp(x - rowmax(x))
+        let denom = rowsum(e)
+        e /= denom
+        Y[r0 :+ ROWS, 0 :+ BLOCK_C] = e
       } else {
         var row_max: tile<f32>[ROWS, 1] = -1.0e30
         var denom: tile<f32>[ROWS, 1] = 0.0

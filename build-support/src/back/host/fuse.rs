@@ -24,7 +24,7 @@ use quote::{format_ident, quote};
 use super::expr::private;
 use super::names;
 use super::{GenError, Generator};
-use crate::ir::{Builtin, Expr, ExprKind, ShapeExpr};
+use crate::ir::{Builtin, Expr, ExprKind, Shape, ShapeExpr};
 
 /// Whether a node computes each element from the same element of its
 /// operands (all of the node's shape, broadcasts being explicit nodes).
@@ -206,14 +206,21 @@ pub fn stretch_of(leaf: &[ShapeExpr], root: &[ShapeExpr]) -> Option<Stretch> {
 impl Generator<'_> {
     /// Splits the elementwise tree at `root` into leaves and a loop body.
     pub fn fuse(&self, root: &Expr) -> Result<Fused, GenError> {
+        self.fuse_as(root, &root.shape)
+    }
+
+    /// [`Generator::fuse`] for a loop over `shape`, which `root`'s own
+    /// shape lines up with whole, per row or per column: an in-place
+    /// update reads a `[.., 1]` operand once per row of its target.
+    pub fn fuse_as(&self, root: &Expr, shape: &Shape) -> Result<Fused, GenError> {
         let mut fused = Fused {
             prelude: TokenStream::new(),
             leaves: Vec::new(),
             body: TokenStream::new(),
-            shape: self.shape(&root.shape.0),
+            shape: self.shape(&shape.0),
         };
         let mut overrides = Vec::new();
-        self.collect_leaves(root, root, &mut fused, &mut overrides)?;
+        self.collect_leaves(shape, root, &mut fused, &mut overrides)?;
         let saved = self.overrides.borrow().len();
         self.overrides.borrow_mut().extend(overrides);
         let body = self.scalar(root);
@@ -224,7 +231,7 @@ impl Generator<'_> {
 
     fn collect_leaves(
         &self,
-        root: &Expr,
+        root: &Shape,
         e: &Expr,
         fused: &mut Fused,
         overrides: &mut Vec<(*const Expr, TokenStream)>,
@@ -240,7 +247,7 @@ impl Generator<'_> {
             overrides.push((e as *const Expr, quote!(#name)));
             return Ok(());
         }
-        if is_elementwise(e) && e.shape == root.shape {
+        if is_elementwise(e) && e.shape == *root {
             return match &e.kind {
                 ExprKind::Unary { arg, .. } | ExprKind::Cast(arg) => {
                     self.collect_leaves(root, arg, fused, overrides)
@@ -259,7 +266,7 @@ impl Generator<'_> {
         let tile = format_ident!("__t{}", id);
         let value = format_ident!("__v{}", id);
         let ty = names::rust_type(self.dtype_of(e)?);
-        let stretch = stretch_of(&e.shape.0, &root.shape.0);
+        let stretch = stretch_of(&e.shape.0, &root.0);
         // A load (or a local holding one) read in place: the loop reads a
         // `LoadedTile` the same way as a `Tile`.
         let in_place = match stretch {

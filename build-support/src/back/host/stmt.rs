@@ -258,7 +258,20 @@ impl Generator<'_> {
         // A load (or a local holding one) of the target's shape is a
         // one-leaf fused loop, so it is read in place when it can be.
         let in_place_leaf = self.in_place_leaf(rhs)?.is_some();
-        if !(super::fuse::is_elementwise(rhs) || in_place_leaf) || rhs.shape != *target_shape {
+        // One tile of one value per row (a `rowsum` kept in a `let`) or one
+        // row for every row: read in place by the row-by-row loop, as a
+        // fused tree reads such a leaf, instead of the library op's walk
+        // over every element's coordinates. An elementwise tree of that
+        // smaller shape stays with the library op, which computes it once
+        // per row rather than once per element.
+        let stretched_leaf = !super::fuse::is_elementwise(rhs)
+            && matches!(
+                super::fuse::stretch_of(&rhs.shape.0, &target_shape.0),
+                Some(super::fuse::Stretch::PerRow | super::fuse::Stretch::PerColumn)
+            );
+        let whole =
+            (super::fuse::is_elementwise(rhs) || in_place_leaf) && rhs.shape == *target_shape;
+        if !(whole || stretched_leaf) {
             // One tile (or a fused tree of a smaller shape): the library's
             // in-place op, which broadcasts a smaller tile itself.
             let function = proc_macro2::Ident::new(function, proc_macro2::Span::call_site());
@@ -272,7 +285,7 @@ impl Generator<'_> {
                 #p::host::#function(&mut #target, __rhs)?;
             }));
         }
-        let fused = self.fuse(rhs)?;
+        let fused = self.fuse_as(rhs, target_shape)?;
         let shape_name = proc_macro2::Ident::new("__shape", proc_macro2::Span::call_site());
         let checks = fused.shape_checks(&shape_name);
         let super::fuse::Fused {

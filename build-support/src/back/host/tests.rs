@@ -124,8 +124,12 @@ const CHAIN: &str =
 #[test]
 fn update_chains_run_in_place_in_order() {
     let out = generated(CHAIN).unwrap();
-    let mul = out.find("host :: mul_assign (& mut l_acc").expect(&out);
+    // The rescale by `r` ([16, 1]) is a fused loop over `acc`'s rows.
+    let mul = out
+        .find("l_acc . as_mut_slice () . chunks_exact_mut (__inner)")
+        .expect(&out);
     let dot = out.find("host :: dot_acc (& mut l_acc").expect(&out);
+    assert!(out[mul..].contains("Num :: mul (* __acc"), "{out}");
     assert!(
         mul < dot,
         "the rescale must happen before the accumulation: {out}"
@@ -139,6 +143,29 @@ fn chains_whose_operands_read_the_target_are_not_rewritten() {
     // fused loop into a new tile), then assigned.
     assert!(out.contains("l_acc = {"), "{out}");
     assert!(!out.contains("host :: add_assign (& mut l_acc"), "{out}");
+}
+
+const ROW_SCALE: &str = "@autotune(R in [1, 4], BC in [64])
+kernel scale_rows(X: tensor<f32>[N, C], W: tensor<f32>[C], Y: tensor<f32>[N, C]) {
+  let x = X[program_id(0) * R :+ R, 0 :+ BC]
+  var e = exp(x)
+  let s = rowsum(e)
+  e /= s
+  e *= W[0 :+ BC]
+  Y[program_id(0) * R :+ R, 0 :+ BC] = e
+}";
+
+#[test]
+fn per_row_and_per_column_updates_are_fused_loops() {
+    let out = generated(ROW_SCALE).unwrap();
+    // `s` ([R, 1]) is read once per row of `e`, `W` ([C]) once per
+    // column: one row-by-row loop each, not the library's in-place op.
+    assert!(!out.contains("host :: div_assign"), "{out}");
+    assert!(!out.contains("host :: mul_assign"), "{out}");
+    assert!(
+        out.contains("l_e . as_mut_slice () . chunks_exact_mut (__inner)"),
+        "{out}"
+    );
 }
 
 const ELEMENTWISE: &str = "@autotune(B in [8, 16])
