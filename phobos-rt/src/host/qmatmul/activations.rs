@@ -347,7 +347,10 @@ fn quantize_rows_threaded(
     let errors: std::sync::Mutex<Option<QMatmulError>> = std::sync::Mutex::new(None);
     let task = |index: usize| -> crate::Result<()> {
         let rows = index * rows_per_part..((index + 1) * rows_per_part).min(m_rows);
-        let part = slots[index].lock().unwrap_or_else(|p| p.into_inner()).take();
+        let part = slots[index]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         if let Some(part) = part
             && let Err(err) = quantize_part(ty, &x[rows.start * cols..rows.end * cols], part)
         {

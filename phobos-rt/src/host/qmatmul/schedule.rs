@@ -143,19 +143,20 @@ fn split(
     row_bytes: usize,
     threads: usize,
 ) -> Vec<(Range<usize>, Range<usize>)> {
-    let tiles_wanted = 8 * threads.max(1);
-    let n_tile = if m_rows <= 4 {
-        rows.div_ceil(tiles_wanted)
-            .max(16)
-            .max(DECODE_TILE_MIN_BYTES / row_bytes.max(1))
-    } else {
-        // The M tiles already share the work out: split N only as far as
-        // balance needs, so each tile's packed activation groups
-        // (`x86/q32_avx2.rs`) serve as many weight rows as the cache allows.
-        let n_tiles_wanted = tiles_wanted.div_ceil(m_rows.div_ceil(M_TILE));
-        let by_balance = rows.div_ceil(n_tiles_wanted).max(16);
-        by_balance.min((TILE_WEIGHT_BYTES / row_bytes.max(1)).max(16))
-    };
+    let threads = threads.max(1);
+    let tiles_wanted = 8 * threads;
+    if m_rows <= 4 {
+        return decode_split(rows, row_bytes, threads)
+            .into_iter()
+            .map(|n_range| (n_range, 0..m_rows))
+            .collect();
+    }
+    // The M tiles already share the work out: split N only as far as
+    // balance needs, so each tile's packed activation groups
+    // (`x86/q32_avx2.rs`) serve as many weight rows as the cache allows.
+    let n_tiles_wanted = tiles_wanted.div_ceil(m_rows.div_ceil(M_TILE));
+    let by_balance = rows.div_ceil(n_tiles_wanted).max(16);
+    let n_tile = by_balance.min((TILE_WEIGHT_BYTES / row_bytes.max(1)).max(16));
     // Whole groups of 16 weight rows (the AMX kernel's A tile, four of the
     // AVX-512 kernel's passes): only a matrix's last tile is ragged.
     let n_tile = n_tile.next_multiple_of(16);
@@ -166,6 +167,25 @@ fn split(
         }
     }
     tiles
+}
+
+/// Decode's weight-row tiles: a multiple of `threads` of them where the
+/// matrix allows (up to eight per thread, each at least
+/// [`DECODE_TILE_MIN_BYTES`]), sized within 16 rows of each other. Tiles
+/// of one fixed size left a short last tile, so one thread ran a whole
+/// tile more than the other: on two threads 256x640 Q5_0 split
+/// 80 + 80 + 80 + 16 rows, 160 rows against 96.
+fn decode_split(rows: usize, row_bytes: usize, threads: usize) -> Vec<Range<usize>> {
+    // Whole groups of 16 weight rows, as for prompts.
+    let units = rows.div_ceil(16);
+    let by_bytes = (rows * row_bytes) / DECODE_TILE_MIN_BYTES;
+    let mut count = by_bytes.clamp(1, 8 * threads).min(units).max(1);
+    if count >= threads {
+        count -= count % threads;
+    }
+    (0..count)
+        .map(|k| (16 * (k * units / count)).min(rows)..(16 * ((k + 1) * units / count)).min(rows))
+        .collect()
 }
 
 /// Checks shapes and types; returns the weight's row bytes.
@@ -191,4 +211,63 @@ fn check(w: &QMatrixRef<'_>, acts: &QActivations, out: &mut [f32]) -> Result<usi
         });
     }
     Ok(row_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every (weight row, activation row) pair in exactly one tile; tiles
+    /// start on 16-row boundaries.
+    fn check_partition(rows: usize, m_rows: usize, tiles: &[(Range<usize>, Range<usize>)]) {
+        let mut seen = vec![0u8; rows * m_rows];
+        for (n_range, m_range) in tiles {
+            assert!(!n_range.is_empty() && !m_range.is_empty(), "{tiles:?}");
+            assert_eq!(n_range.start % 16, 0, "{tiles:?}");
+            for m in m_range.clone() {
+                for n in n_range.clone() {
+                    seen[m * rows + n] += 1;
+                }
+            }
+        }
+        assert!(seen.iter().all(|&c| c == 1), "{rows}x{m_rows}: {tiles:?}");
+    }
+
+    #[test]
+    fn split_partitions_every_shape() {
+        for rows in [1, 15, 16, 17, 100, 256, 640, 1024, 2048, 5000] {
+            for m_rows in [1, 2, 4, 5, 64, 65, 512] {
+                for row_bytes in [18, 440, 1152] {
+                    for threads in [1, 2, 3, 8] {
+                        check_partition(rows, m_rows, &split(rows, m_rows, row_bytes, threads));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn decode_tiles_share_out_evenly() {
+        // Gemma 3 270M's K/V (Q5_0, Q8_0) and down (Q4_K) on two threads.
+        for (rows, row_bytes) in [(256, 440), (256, 680), (640, 1152), (1024, 440)] {
+            let tiles = decode_split(rows, row_bytes, 2);
+            assert_eq!(tiles.len() % 2, 0, "{rows}x{row_bytes}: {tiles:?}");
+            let sizes: Vec<usize> = tiles.iter().map(ExactSizeIterator::len).collect();
+            let (min, max) = (sizes.iter().min(), sizes.iter().max());
+            assert!(
+                max.zip(min).is_some_and(|(max, min)| max - min <= 16),
+                "{sizes:?}"
+            );
+            assert!(
+                sizes
+                    .iter()
+                    .all(|&n| n * row_bytes >= DECODE_TILE_MIN_BYTES / 2),
+                "{rows}x{row_bytes}: {sizes:?}"
+            );
+        }
+        // The 262144-row output projection: eight tiles per thread.
+        assert_eq!(decode_split(262_144, 680, 2).len(), 16);
+        // A matrix smaller than one tile's bytes is one tile.
+        assert_eq!(decode_split(16, 18, 2), vec![0..16]);
+    }
 }
