@@ -134,9 +134,9 @@ struct OutPtr(*mut f32);
 // SAFETY: tiles write disjoint elements (see `run`).
 unsafe impl Sync for OutPtr {}
 
-/// The parallel split: `(weight rows, activation rows)` tiles, about eight
-/// per thread so uneven thread speed evens out. Decode (few rows) splits
-/// the weight rows only; prompt batches split M into 64-row tiles first.
+/// The parallel split: `(weight rows, activation rows)` tiles, several per
+/// thread so uneven thread speed evens out. Decode (few rows) splits the
+/// weight rows only; prompt batches split M into 64-row tiles first.
 fn split(
     rows: usize,
     m_rows: usize,
@@ -144,7 +144,6 @@ fn split(
     threads: usize,
 ) -> Vec<(Range<usize>, Range<usize>)> {
     let threads = threads.max(1);
-    let tiles_wanted = 8 * threads;
     if m_rows <= 4 {
         return decode_split(rows, row_bytes, threads)
             .into_iter()
@@ -152,9 +151,12 @@ fn split(
             .collect();
     }
     // The M tiles already share the work out: split N only as far as
-    // balance needs, so each tile's packed activation groups
-    // (`x86/q32_avx2.rs`) serve as many weight rows as the cache allows.
-    let n_tiles_wanted = tiles_wanted.div_ceil(m_rows.div_ceil(M_TILE));
+    // balance needs (four tiles per thread), so each tile's packed
+    // activation groups (`x86/q32_avx2.rs`) serve as many weight rows as
+    // the cache allows. Every N tile of an M tile packs the same rows
+    // again: at M = 512 on two threads, 256x640 Q8_0/Q5_0 and 1024x640
+    // Q5_0 as one N tile ran 2% faster than as two (eight per thread).
+    let n_tiles_wanted = (4 * threads).div_ceil(m_rows.div_ceil(M_TILE));
     let by_balance = rows.div_ceil(n_tiles_wanted).max(16);
     let n_tile = by_balance.min((TILE_WEIGHT_BYTES / row_bytes.max(1)).max(16));
     // Whole groups of 16 weight rows (the AMX kernel's A tile, four of the
