@@ -11,11 +11,12 @@ use super::{QActivations, QMatmulError, QMatrixRef, quantize_activations, vec_do
 /// Activation rows per tile: 64 quantized rows of a 2048-wide matrix stay
 /// in L2 while the tile's weight rows stream past them.
 const M_TILE: usize = 64;
-/// Fewest weight bytes per decode tile: a tile's hand-out and activation
-/// packing cost about as much as a few KiB of weights, so small matrices
-/// (Gemma 3 270M's 256x640 K and V, 113 KiB) split into a few tiles per
-/// thread rather than eight.
+/// Fewest weight bytes per decode tile (of matrices from
+/// [`SMALL_DECODE_BYTES`] up): a tile's hand-out and activation packing
+/// cost about as much as a few KiB of weights.
 const DECODE_TILE_MIN_BYTES: usize = 32 * 1024;
+/// Decode matrices below this many bytes take one tile per thread.
+const SMALL_DECODE_BYTES: usize = 2 << 20;
 /// Weight bytes per tile for prompt batches, so a tile's weights stay in L2
 /// while its activation rows pass over them.
 const TILE_WEIGHT_BYTES: usize = 256 * 1024;
@@ -172,15 +173,24 @@ fn split(
 }
 
 /// Decode's weight-row tiles: a multiple of `threads` of them where the
-/// matrix allows (up to eight per thread, each at least
-/// [`DECODE_TILE_MIN_BYTES`]), sized within 16 rows of each other. Tiles
+/// matrix allows (one per thread below [`SMALL_DECODE_BYTES`], else up to
+/// eight per thread, each at least [`DECODE_TILE_MIN_BYTES`]), sized
+/// within 16 rows of each other. Tiles
 /// of one fixed size left a short last tile, so one thread ran a whole
 /// tile more than the other: on two threads 256x640 Q5_0 split
 /// 80 + 80 + 80 + 16 rows, 160 rows against 96.
 fn decode_split(rows: usize, row_bytes: usize, threads: usize) -> Vec<Range<usize>> {
     // Whole groups of 16 weight rows, as for prompts.
     let units = rows.div_ceil(16);
-    let by_bytes = (rows * row_bytes) / DECODE_TILE_MIN_BYTES;
+    let bytes = rows * row_bytes;
+    // One tile per thread below a few MiB: every further tile cost a
+    // hand-out and a restart of the kernel's prefetch stream, about 3 us of
+    // 18 on 640x1024 Q4_K (two threads, Zen 2).
+    let by_bytes = if bytes < SMALL_DECODE_BYTES {
+        threads
+    } else {
+        bytes / DECODE_TILE_MIN_BYTES
+    };
     let mut count = by_bytes.clamp(1, 8 * threads).min(units).max(1);
     if count >= threads {
         count -= count % threads;
