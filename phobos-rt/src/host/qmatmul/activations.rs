@@ -211,22 +211,40 @@ fn quantize_activations_on(
             block_len,
         });
     }
-    let (blocks, floats) = if ty == GgmlType::F32 {
-        (Vec::new(), x.to_vec())
-    } else if threaded && m_rows >= PARALLEL_MIN_ROWS {
-        (quantize_rows_threaded(ty, x, m_rows, cols)?, Vec::new())
-    } else {
-        let mut blocks = Vec::new();
-        quantize_rows(ty, x, &mut blocks)?;
-        (blocks, Vec::new())
+    if ty == GgmlType::F32 {
+        return Ok(QActivations {
+            ty,
+            m_rows,
+            cols,
+            blocks: Vec::new(),
+            floats: x.to_vec(),
+            scales: Vec::new(),
+            neg_lane_sums: Vec::new(),
+        });
+    }
+    let n_blocks = x.len() / block_len;
+    let mut blocks = vec![0u8; n_blocks * ty.info().block_bytes];
+    let (mut scales, mut neg_lane_sums) = match ty {
+        GgmlType::Q8_0 => (vec![0.0; n_blocks], vec![0; 8 * n_blocks]),
+        GgmlType::Q8_1 => (vec![0.0; n_blocks], Vec::new()),
+        _ => (Vec::new(), Vec::new()),
     };
-    let (scales, neg_lane_sums) = block_extras(ty, &blocks);
+    let part = Part {
+        blocks: &mut blocks,
+        scales: &mut scales,
+        neg_lane_sums: &mut neg_lane_sums,
+    };
+    if threaded && m_rows >= PARALLEL_MIN_ROWS {
+        quantize_rows_threaded(ty, x, m_rows, cols, part)?;
+    } else {
+        quantize_part(ty, x, part)?;
+    }
     Ok(QActivations {
         ty,
         m_rows,
         cols,
         blocks,
-        floats,
+        floats: Vec::new(),
         scales,
         neg_lane_sums,
     })
@@ -235,63 +253,130 @@ fn quantize_activations_on(
 /// Fewest activation rows worth quantizing on the pool.
 const PARALLEL_MIN_ROWS: usize = 16;
 
-/// Appends `x` (whole blocks) quantized to partner type `ty`.
-fn quantize_rows(ty: GgmlType, x: &[f32], blocks: &mut Vec<u8>) -> Result<(), QMatmulError> {
+/// Where a run of whole blocks goes: their bytes and, for Q8_0 / Q8_1, the
+/// per-block extras the kernels read (`QActivations`' fields; empty where
+/// the type has none).
+struct Part<'a> {
+    blocks: &'a mut [u8],
+    scales: &'a mut [f32],
+    neg_lane_sums: &'a mut [i32],
+}
+
+/// Quantizes `x` (whole blocks of partner type `ty`) into `part`, sized for
+/// exactly those blocks. The extras are filled in the same pass: computed
+/// afterwards on one thread they were a serial tenth of a prompt matmul.
+fn quantize_part(ty: GgmlType, x: &[f32], part: Part<'_>) -> Result<(), QMatmulError> {
     match ty {
         GgmlType::Q8_0 => {
-            blocks.reserve(x.len() / 32 * Q8_0_BYTES);
-            for chunk in x.chunks_exact(32) {
-                quantize_block_q8_0_x86(chunk, blocks);
+            let per_block = part
+                .blocks
+                .chunks_exact_mut(Q8_0_BYTES)
+                .zip(part.scales.iter_mut())
+                .zip(part.neg_lane_sums.chunks_exact_mut(8));
+            for (chunk, ((block, scale), sums)) in x.chunks_exact(32).zip(per_block) {
+                let (levels, d, neg_sums) = levels_q8_with_sums(chunk);
+                let d = f16::from_f32(d);
+                block[..2].copy_from_slice(&d.to_bits().to_le_bytes());
+                block[2..].copy_from_slice(&levels.map(|q| q as u8));
+                *scale = d.to_f32();
+                sums.copy_from_slice(&neg_sums);
             }
         }
         GgmlType::Q8_1 => {
-            blocks.reserve(x.len() / 32 * Q8_1_BYTES);
-            for chunk in x.chunks_exact(32) {
-                quantize_block_q8_1_x86(chunk, blocks);
+            let per_block = part
+                .blocks
+                .chunks_exact_mut(Q8_1_BYTES)
+                .zip(part.scales.iter_mut());
+            for (chunk, (block, scale)) in x.chunks_exact(32).zip(per_block) {
+                let (levels, d) = levels_q8(chunk);
+                let sum: i32 = levels.iter().map(|&q| i32::from(q)).sum();
+                let d16 = f16::from_f32(d);
+                block[..2].copy_from_slice(&d16.to_bits().to_le_bytes());
+                block[2..4].copy_from_slice(&f16::from_f32(d * sum as f32).to_bits().to_le_bytes());
+                block[4..].copy_from_slice(&levels.map(|q| q as u8));
+                *scale = d16.to_f32();
             }
         }
         _ => {
-            blocks.reserve(x.len() / QK_K * Q8_K_BYTES);
-            phobos_quant::quantize(GgmlType::Q8_K, x, blocks)?;
+            let mut blocks = Vec::with_capacity(part.blocks.len());
+            phobos_quant::quantize(GgmlType::Q8_K, x, &mut blocks)?;
+            if blocks.len() != part.blocks.len() {
+                return Err(QMatmulError::ActivationBytes {
+                    expected: part.blocks.len(),
+                    found: blocks.len(),
+                });
+            }
+            part.blocks.copy_from_slice(&blocks);
         }
     }
     Ok(())
 }
 
-/// [`quantize_rows`] of `m_rows` rows split over the host pool.
+/// [`quantize_part`] of `m_rows` rows split over the host pool, each part
+/// writing its own rows of the output in place.
 fn quantize_rows_threaded(
     ty: GgmlType,
     x: &[f32],
     m_rows: usize,
     cols: usize,
-) -> Result<Vec<u8>, QMatmulError> {
+    out: Part<'_>,
+) -> Result<(), QMatmulError> {
     let pool = crate::pool::global();
     let parts = (4 * pool.threads()).min(m_rows);
     let rows_per_part = m_rows.div_ceil(parts);
     let parts = m_rows.div_ceil(rows_per_part);
-    let outputs: Vec<std::sync::Mutex<Result<Vec<u8>, QMatmulError>>> = (0..parts)
-        .map(|_| std::sync::Mutex::new(Ok(Vec::new())))
+    // Each buffer holds the same number of elements per row.
+    let per_part = |len: usize| len / m_rows * rows_per_part;
+    let (blocks_len, scales_len, sums_len) =
+        (out.blocks.len(), out.scales.len(), out.neg_lane_sums.len());
+    let blocks = split_parts(out.blocks, per_part(blocks_len), parts);
+    let scales = split_parts(out.scales, per_part(scales_len), parts);
+    let sums = split_parts(out.neg_lane_sums, per_part(sums_len), parts);
+    let slots: Vec<std::sync::Mutex<Option<Part<'_>>>> = blocks
+        .into_iter()
+        .zip(scales)
+        .zip(sums)
+        .map(|((blocks, scales), neg_lane_sums)| {
+            std::sync::Mutex::new(Some(Part {
+                blocks,
+                scales,
+                neg_lane_sums,
+            }))
+        })
         .collect();
-    let task = |part: usize| -> crate::Result<()> {
-        let rows = part * rows_per_part..((part + 1) * rows_per_part).min(m_rows);
-        let mut blocks = Vec::new();
-        let result = quantize_rows(ty, &x[rows.start * cols..rows.end * cols], &mut blocks);
-        let mut slot = outputs[part].lock().unwrap_or_else(|p| p.into_inner());
-        *slot = result.map(|()| blocks);
+    let errors: std::sync::Mutex<Option<QMatmulError>> = std::sync::Mutex::new(None);
+    let task = |index: usize| -> crate::Result<()> {
+        let rows = index * rows_per_part..((index + 1) * rows_per_part).min(m_rows);
+        let part = slots[index]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(part) = part
+            && let Err(err) = quantize_part(ty, &x[rows.start * cols..rows.end * cols], part)
+        {
+            *errors.lock().unwrap_or_else(|p| p.into_inner()) = Some(err);
+        }
         Ok(())
     };
     pool.run(parts, &task)
         .map_err(|err| QMatmulError::Parallel(err.to_string()))?;
-    let mut blocks = Vec::new();
-    for output in outputs {
-        let part = output.into_inner().unwrap_or_else(|p| p.into_inner())?;
-        if blocks.is_empty() {
-            blocks = part;
-        } else {
-            blocks.extend_from_slice(&part);
-        }
+    match errors.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(err) => Err(err),
+        None => Ok(()),
     }
-    Ok(blocks)
+}
+
+/// `slice` cut into `parts` consecutive pieces of `per_part` elements (the
+/// last ones shorter or empty where it runs out).
+fn split_parts<T>(mut slice: &mut [T], per_part: usize, parts: usize) -> Vec<&mut [T]> {
+    (0..parts)
+        .map(|_| {
+            let at = per_part.min(slice.len());
+            let (head, tail) = std::mem::take(&mut slice).split_at_mut(at);
+            slice = tail;
+            head
+        })
+        .collect()
 }
 
 /// [`levels_x86`] on AVX2 where the CPU has it (same bytes, tested).
@@ -302,6 +387,22 @@ fn levels_q8(x: &[f32]) -> ([i8; 32], f32) {
         return unsafe { super::x86::levels_q8_avx2(x) };
     }
     levels_x86(x)
+}
+
+/// [`levels_q8`] and the negated sums of each four levels (`QActivations`'
+/// `neg_lane_sums` for the block).
+fn levels_q8_with_sums(x: &[f32]) -> ([i8; 32], f32, [i32; 8]) {
+    #[cfg(target_arch = "x86_64")]
+    if super::kernels::kernel_level() != super::KernelLevel::Portable {
+        // SAFETY: every SIMD kernel level includes AVX2.
+        return unsafe { super::x86::levels_q8_sums_avx2(x) };
+    }
+    let (levels, d) = levels_x86(x);
+    let mut sums = [0i32; 8];
+    for (sum, four) in sums.iter_mut().zip(levels.chunks_exact(4)) {
+        *sum = -four.iter().map(|&q| i32::from(q)).sum::<i32>();
+    }
+    (levels, d, sums)
 }
 
 /// ggml's AVX quantizer's levels and f32 scale for one 32-value block: the
@@ -316,18 +417,4 @@ pub(super) fn levels_x86(x: &[f32]) -> ([i8; 32], f32) {
         *level = (v * id).round_ties_even().clamp(-128.0, 127.0) as i8;
     }
     (levels, d)
-}
-
-fn quantize_block_q8_0_x86(x: &[f32], out: &mut Vec<u8>) {
-    let (levels, d) = levels_q8(x);
-    out.extend_from_slice(&f16::from_f32(d).to_bits().to_le_bytes());
-    out.extend(levels.iter().map(|&q| q as u8));
-}
-
-fn quantize_block_q8_1_x86(x: &[f32], out: &mut Vec<u8>) {
-    let (levels, d) = levels_q8(x);
-    let sum: i32 = levels.iter().map(|&q| i32::from(q)).sum();
-    out.extend_from_slice(&f16::from_f32(d).to_bits().to_le_bytes());
-    out.extend_from_slice(&f16::from_f32(d * sum as f32).to_bits().to_le_bytes());
-    out.extend(levels.iter().map(|&q| q as u8));
 }

@@ -11,11 +11,12 @@ use super::{QActivations, QMatmulError, QMatrixRef, quantize_activations, vec_do
 /// Activation rows per tile: 64 quantized rows of a 2048-wide matrix stay
 /// in L2 while the tile's weight rows stream past them.
 const M_TILE: usize = 64;
-/// Fewest weight bytes per decode tile: a tile's hand-out and activation
-/// packing cost about as much as a few KiB of weights, so small matrices
-/// (Gemma 3 270M's 256x640 K and V, 113 KiB) split into a few tiles per
-/// thread rather than eight.
+/// Fewest weight bytes per decode tile (of matrices from
+/// [`SMALL_DECODE_BYTES`] up): a tile's hand-out and activation packing
+/// cost about as much as a few KiB of weights.
 const DECODE_TILE_MIN_BYTES: usize = 32 * 1024;
+/// Decode matrices below this many bytes take one tile per thread.
+const SMALL_DECODE_BYTES: usize = 2 << 20;
 /// Weight bytes per tile for prompt batches, so a tile's weights stay in L2
 /// while its activation rows pass over them.
 const TILE_WEIGHT_BYTES: usize = 256 * 1024;
@@ -134,28 +135,31 @@ struct OutPtr(*mut f32);
 // SAFETY: tiles write disjoint elements (see `run`).
 unsafe impl Sync for OutPtr {}
 
-/// The parallel split: `(weight rows, activation rows)` tiles, about eight
-/// per thread so uneven thread speed evens out. Decode (few rows) splits
-/// the weight rows only; prompt batches split M into 64-row tiles first.
+/// The parallel split: `(weight rows, activation rows)` tiles, several per
+/// thread so uneven thread speed evens out. Decode (few rows) splits the
+/// weight rows only; prompt batches split M into 64-row tiles first.
 fn split(
     rows: usize,
     m_rows: usize,
     row_bytes: usize,
     threads: usize,
 ) -> Vec<(Range<usize>, Range<usize>)> {
-    let tiles_wanted = 8 * threads.max(1);
-    let n_tile = if m_rows <= 4 {
-        rows.div_ceil(tiles_wanted)
-            .max(16)
-            .max(DECODE_TILE_MIN_BYTES / row_bytes.max(1))
-    } else {
-        // The M tiles already share the work out: split N only as far as
-        // balance needs, so each tile's packed activation groups
-        // (`x86/q32_avx2.rs`) serve as many weight rows as the cache allows.
-        let n_tiles_wanted = tiles_wanted.div_ceil(m_rows.div_ceil(M_TILE));
-        let by_balance = rows.div_ceil(n_tiles_wanted).max(16);
-        by_balance.min((TILE_WEIGHT_BYTES / row_bytes.max(1)).max(16))
-    };
+    let threads = threads.max(1);
+    if m_rows <= 4 {
+        return decode_split(rows, row_bytes, threads)
+            .into_iter()
+            .map(|n_range| (n_range, 0..m_rows))
+            .collect();
+    }
+    // The M tiles already share the work out: split N only as far as
+    // balance needs (four tiles per thread), so each tile's packed
+    // activation groups (`x86/q32_avx2.rs`) serve as many weight rows as
+    // the cache allows. Every N tile of an M tile packs the same rows
+    // again: at M = 512 on two threads, 256x640 Q8_0/Q5_0 and 1024x640
+    // Q5_0 as one N tile ran 2% faster than as two (eight per thread).
+    let n_tiles_wanted = (4 * threads).div_ceil(m_rows.div_ceil(M_TILE));
+    let by_balance = rows.div_ceil(n_tiles_wanted).max(16);
+    let n_tile = by_balance.min((TILE_WEIGHT_BYTES / row_bytes.max(1)).max(16));
     // Whole groups of 16 weight rows (the AMX kernel's A tile, four of the
     // AVX-512 kernel's passes): only a matrix's last tile is ragged.
     let n_tile = n_tile.next_multiple_of(16);
@@ -166,6 +170,34 @@ fn split(
         }
     }
     tiles
+}
+
+/// Decode's weight-row tiles: a multiple of `threads` of them where the
+/// matrix allows (one per thread below [`SMALL_DECODE_BYTES`], else up to
+/// eight per thread, each at least [`DECODE_TILE_MIN_BYTES`]), sized
+/// within 16 rows of each other. Tiles
+/// of one fixed size left a short last tile, so one thread ran a whole
+/// tile more than the other: on two threads 256x640 Q5_0 split
+/// 80 + 80 + 80 + 16 rows, 160 rows against 96.
+fn decode_split(rows: usize, row_bytes: usize, threads: usize) -> Vec<Range<usize>> {
+    // Whole groups of 16 weight rows, as for prompts.
+    let units = rows.div_ceil(16);
+    let bytes = rows * row_bytes;
+    // One tile per thread below a few MiB: every further tile cost a
+    // hand-out and a restart of the kernel's prefetch stream, about 3 us of
+    // 18 on 640x1024 Q4_K (two threads, Zen 2).
+    let by_bytes = if bytes < SMALL_DECODE_BYTES {
+        threads
+    } else {
+        bytes / DECODE_TILE_MIN_BYTES
+    };
+    let mut count = by_bytes.clamp(1, 8 * threads).min(units).max(1);
+    if count >= threads {
+        count -= count % threads;
+    }
+    (0..count)
+        .map(|k| (16 * (k * units / count)).min(rows)..(16 * ((k + 1) * units / count)).min(rows))
+        .collect()
 }
 
 /// Checks shapes and types; returns the weight's row bytes.
@@ -191,4 +223,63 @@ fn check(w: &QMatrixRef<'_>, acts: &QActivations, out: &mut [f32]) -> Result<usi
         });
     }
     Ok(row_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every (weight row, activation row) pair in exactly one tile; tiles
+    /// start on 16-row boundaries.
+    fn check_partition(rows: usize, m_rows: usize, tiles: &[(Range<usize>, Range<usize>)]) {
+        let mut seen = vec![0u8; rows * m_rows];
+        for (n_range, m_range) in tiles {
+            assert!(!n_range.is_empty() && !m_range.is_empty(), "{tiles:?}");
+            assert_eq!(n_range.start % 16, 0, "{tiles:?}");
+            for m in m_range.clone() {
+                for n in n_range.clone() {
+                    seen[m * rows + n] += 1;
+                }
+            }
+        }
+        assert!(seen.iter().all(|&c| c == 1), "{rows}x{m_rows}: {tiles:?}");
+    }
+
+    #[test]
+    fn split_partitions_every_shape() {
+        for rows in [1, 15, 16, 17, 100, 256, 640, 1024, 2048, 5000] {
+            for m_rows in [1, 2, 4, 5, 64, 65, 512] {
+                for row_bytes in [18, 440, 1152] {
+                    for threads in [1, 2, 3, 8] {
+                        check_partition(rows, m_rows, &split(rows, m_rows, row_bytes, threads));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn decode_tiles_share_out_evenly() {
+        // Gemma 3 270M's K/V (Q5_0, Q8_0) and down (Q4_K) on two threads.
+        for (rows, row_bytes) in [(256, 440), (256, 680), (640, 1152), (1024, 440)] {
+            let tiles = decode_split(rows, row_bytes, 2);
+            assert_eq!(tiles.len() % 2, 0, "{rows}x{row_bytes}: {tiles:?}");
+            let sizes: Vec<usize> = tiles.iter().map(ExactSizeIterator::len).collect();
+            let (min, max) = (sizes.iter().min(), sizes.iter().max());
+            assert!(
+                max.zip(min).is_some_and(|(max, min)| max - min <= 16),
+                "{sizes:?}"
+            );
+            assert!(
+                sizes
+                    .iter()
+                    .all(|&n| n * row_bytes >= DECODE_TILE_MIN_BYTES / 2),
+                "{rows}x{row_bytes}: {sizes:?}"
+            );
+        }
+        // The 262144-row output projection: eight tiles per thread.
+        assert_eq!(decode_split(262_144, 680, 2).len(), 16);
+        // A matrix smaller than one tile's bytes is one tile.
+        assert_eq!(decode_split(16, 18, 2), vec![0..16]);
+    }
 }

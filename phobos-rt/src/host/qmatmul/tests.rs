@@ -513,6 +513,13 @@ fn simd_q8_quantizer_equals_the_plain_one() {
         let simd = unsafe { super::x86::levels_q8_avx2(x) };
         assert_eq!(plain.0, simd.0, "{x:?}");
         assert_eq!(plain.1.to_bits(), simd.1.to_bits(), "{x:?}");
+        // SAFETY: as above.
+        let (levels, d, neg_sums) = unsafe { super::x86::levels_q8_sums_avx2(x) };
+        assert_eq!((levels, d.to_bits()), (simd.0, simd.1.to_bits()), "{x:?}");
+        for (l, &neg_sum) in neg_sums.iter().enumerate() {
+            let sum: i32 = levels[4 * l..4 * l + 4].iter().map(|&q| i32::from(q)).sum();
+            assert_eq!(neg_sum, -sum, "{x:?} lane {l}");
+        }
     }
 }
 
@@ -520,6 +527,7 @@ fn simd_q8_quantizer_equals_the_plain_one() {
 fn threaded_activation_quantization_equals_serial() {
     for (weight_ty, cols) in [
         (GgmlType::Q5_0, 96),
+        (GgmlType::Q8_0, 640),
         (GgmlType::Q4_1, 64),
         (GgmlType::Q4_K, 512),
     ] {
@@ -528,6 +536,12 @@ fn threaded_activation_quantization_equals_serial() {
             let serial = quantize_activations(weight_ty, &x, m_rows, cols).unwrap();
             let threaded = quantize_activations_threaded(weight_ty, &x, m_rows, cols).unwrap();
             assert_eq!(serial, threaded, "{weight_ty} m={m_rows}");
+            // The extras filled while quantizing equal those derived from
+            // the finished blocks.
+            let rewrapped =
+                QActivations::from_blocks(threaded.ty(), m_rows, cols, threaded.blocks().to_vec())
+                    .unwrap();
+            assert_eq!(rewrapped, threaded, "{weight_ty} m={m_rows}");
         }
     }
 }
@@ -687,5 +701,39 @@ proptest! {
         ][format];
         let (avx2, portable) = avx2_and_portable(ty, rows, QK_K * blocks, m_rows, seed);
         prop_assert_eq!(avx2, portable, "{} {}x{} m={}", ty, rows, QK_K * blocks, m_rows);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// Q8_0 weights of every byte value, -128 included (a GGUF file may
+    /// hold it though ggml's quantizer never writes it): the AVX2 tiles'
+    /// sign trick (prompt and decode) equals the portable path, on whole
+    /// and ragged activation groups.
+    #[test]
+    fn avx2_q8_0_any_levels_equal_portable(
+        rows in 1usize..8,
+        blocks in 1usize..4,
+        m_rows in prop_oneof![Just(1usize), 4usize..10],
+        levels in proptest::collection::vec(any::<u8>(), 32 * 4 * 8),
+        seed in 0u64..1000,
+    ) {
+        let cols = 32 * blocks;
+        let scales = floats(seed, rows * blocks);
+        let mut w = Vec::new();
+        for (b, scale) in scales.iter().enumerate() {
+            w.extend_from_slice(&half::f16::from_f32(scale * 0.01).to_bits().to_le_bytes());
+            w.extend_from_slice(&levels[32 * (b % 32)..32 * (b % 32 + 1)]);
+        }
+        w[2] = 0x80;
+        let x = floats(seed + 1, m_rows * cols);
+        let acts = quantize_activations(GgmlType::Q8_0, &x, m_rows, cols).unwrap();
+        let matrix = QMatrixRef { ty: GgmlType::Q8_0, rows, cols, data: &w };
+        let at = |level| {
+            let mut out = vec![f32::NAN; m_rows * rows];
+            run(&matrix, &acts, &mut out, false, level).unwrap();
+            bits(&out)
+        };
+        prop_assert_eq!(at(KernelLevel::Avx2), at(KernelLevel::Portable));
     }
 }
