@@ -10,11 +10,8 @@ kernel softmax(X: tensor<f32>[R, C], Y: tensor<f32>[R, C]) {
   let r0 = program_id(0) * ROWS
   if C <= BLOCK_C {
     let x = load(X[r0 :+ ROWS, 0 :+ BLOCK_C], -1.0e30)
-    // The exps are divided in place: no second row-sized tile.
-    var e = exp(x - rowmax(x))
-    let denom = rowsum(e)
-    e /= denom
-    Y[r0 :+ ROWS, 0 :+ BLOCK_C] = e
+    let e = exp(x - rowmax(x))
+    Y[r0 :+ ROWS, 0 :+ BLOCK_C] = e / rowsum(e)
   } else {
     var row_max: tile<f32>[ROWS, 1] = -1.0e30
     var denom: tile<f32>[ROWS, 1] = 0.0
