@@ -18,6 +18,15 @@
 //!
 //! NaN in gives NaN out; infinities give the limits.
 
+const LOG2_E: f32 = std::f32::consts::LOG2_E;
+// ln 2 = LN2_HI + LN2_LO, LN2_HI with 12 trailing zero bits so that
+// n * LN2_HI is exact for |n| < 2^12 (both forms of `e^x`).
+const LN2_HI: f32 = 0.693_145_75;
+const LN2_LO: f32 = 1.428_606_8e-6;
+// Rounds to nearest by adding and removing 1.5 * 2^23 (exact for
+// |v| < 2^22): `round_ties_even` is a libm call without SSE4.1.
+const ROUNDER: f32 = 12_582_912.0;
+
 /// `e^x`. Range reduction `x = n ln2 + r` with `|r| <= ln2 / 2` (ln2 split
 /// in two so `n ln2_hi` is exact), a degree-7 Taylor polynomial for `e^r`
 /// (truncation below 5e-9 relative), and `2^n` applied as two exact power-
@@ -35,11 +44,6 @@
 /// so every SIMD level of a generated body still gets the same bits.
 #[inline(always)]
 pub fn exp_f32(x: f32) -> f32 {
-    const LOG2_E: f32 = std::f32::consts::LOG2_E;
-    // ln 2 = LN2_HI + LN2_LO, LN2_HI with 12 trailing zero bits so that
-    // n * LN2_HI is exact for |n| < 2^12.
-    const LN2_HI: f32 = 0.693_145_75;
-    const LN2_LO: f32 = 1.428_606_8e-6;
     // exp overflows f32 above 88.73 and rounds to 0 below -104. Clamping
     // to a wider range instead of testing both ends lets the scaling below
     // produce those results itself: 2^144 overflows to +inf, 2^-159 rounds
@@ -47,9 +51,6 @@ pub fn exp_f32(x: f32) -> f32 {
     const HIGH_ARG: f32 = 100.0;
     const LOW_ARG: f32 = -110.0;
     let clamped = x.clamp(LOW_ARG, HIGH_ARG);
-    // Round to nearest by adding and removing 1.5 * 2^23 (exact for
-    // |v| < 2^22): `round_ties_even` is a libm call without SSE4.1.
-    const ROUNDER: f32 = 12_582_912.0;
     let shifted = clamped.mul_add(LOG2_E, ROUNDER);
     let n = shifted - ROUNDER;
     let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, clamped));
@@ -86,18 +87,10 @@ pub fn exp_f32(x: f32) -> f32 {
 /// within 4.
 #[inline(always)]
 fn exp_f32_unfused(x: f32) -> f32 {
-    const LOG2_E: f32 = std::f32::consts::LOG2_E;
-    // ln 2 = LN2_HI + LN2_LO, LN2_HI with 12 trailing zero bits so that
-    // n * LN2_HI is exact for |n| < 2^12.
-    const LN2_HI: f32 = 0.693_145_75;
-    const LN2_LO: f32 = 1.428_606_8e-6;
     // Above this exp overflows f32; below -104 it rounds to 0.
     const MAX_ARG: f32 = 88.722_84;
     const MIN_ARG: f32 = -104.0;
     let clamped = x.clamp(MIN_ARG, MAX_ARG);
-    // Round to nearest by adding and removing 1.5 * 2^23 (exact for
-    // |v| < 2^22): `round_ties_even` is a libm call without SSE4.1.
-    const ROUNDER: f32 = 12_582_912.0;
     let shifted = clamped * LOG2_E + ROUNDER;
     let n = shifted - ROUNDER;
     let r = (clamped - n * LN2_HI) - n * LN2_LO;
