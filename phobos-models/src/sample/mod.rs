@@ -110,6 +110,55 @@ impl Sampler {
         id
     }
 
+    /// Like [`Self::sample_id`], over only the tokens `allowed` accepts
+    /// (constrained decoding). The unconstrained draw is tried first and
+    /// kept when allowed, which makes the common case one check; otherwise
+    /// a fresh draw is made over the logits with every refused token at
+    /// minus infinity. With fresh randomness the two stages together draw
+    /// token `t` with probability p(t) + (1 - A) p(t) / A = p(t) / A (A the
+    /// allowed mass): exactly the masked distribution, without computing
+    /// the mask in the common case. `None` when no token is allowed.
+    pub fn sample_id_constrained(
+        &mut self,
+        logits: &[f32],
+        allowed: &mut dyn FnMut(u32) -> bool,
+    ) -> Option<u32> {
+        let first = self.choose(logits);
+        if allowed(first) {
+            self.history.push(first);
+            return Some(first);
+        }
+        let mut any_allowed = false;
+        let masked: Vec<f32> = logits
+            .iter()
+            .enumerate()
+            .map(|(id, &logit)| {
+                if id as u32 != first && allowed(id as u32) {
+                    any_allowed = true;
+                    logit
+                } else {
+                    f32::NEG_INFINITY
+                }
+            })
+            .collect();
+        if !any_allowed {
+            return None;
+        }
+        // Every allowed logit may itself be minus infinity; the draw then
+        // still has to land on an allowed token.
+        let id = self.choose(&masked);
+        let id = if masked
+            .get(id as usize)
+            .is_some_and(|l| *l > f32::NEG_INFINITY)
+        {
+            id
+        } else {
+            (0..logits.len() as u32).find(|&t| t != first && allowed(t))?
+        };
+        self.history.push(id);
+        Some(id)
+    }
+
     fn choose(&mut self, logits: &[f32]) -> u32 {
         let penalized = self.penalized(logits);
         let logits: &[f32] = penalized.as_deref().unwrap_or(logits);

@@ -152,6 +152,45 @@ fn draws_with_full_sort(logits: &[f32], config: &SamplerConfig, n: usize) -> Vec
         .collect()
 }
 
+#[test]
+fn constrained_draws_stay_in_the_allowed_set() {
+    let logits = [4.0, 3.0, 2.0, 1.0, 0.5];
+    // Greedy: the best allowed token, and the unconstrained best when
+    // it is allowed (one check, no mask).
+    let mut greedy = Sampler::new(SamplerConfig::greedy());
+    let mut checked = Vec::new();
+    let id = greedy.sample_id_constrained(&logits, &mut |t| {
+        checked.push(t);
+        t == 0
+    });
+    assert_eq!((id, checked), (Some(0), vec![0]));
+    assert_eq!(
+        greedy.sample_id_constrained(&logits, &mut |t| t >= 2),
+        Some(2)
+    );
+    assert_eq!(greedy.sample_id_constrained(&logits, &mut |_| false), None);
+    // Sampled: only allowed tokens, repeatably per seed, in proportion.
+    let config = SamplerConfig {
+        temperature: 1.0,
+        seed: 11,
+        ..SamplerConfig::default()
+    };
+    let draw = |n: usize| {
+        let mut sampler = Sampler::new(config.clone());
+        (0..n)
+            .map(|_| sampler.sample_id_constrained(&logits, &mut |t| t % 2 == 1))
+            .collect::<Vec<_>>()
+    };
+    let draws = draw(2000);
+    assert_eq!(draws, draw(2000));
+    assert!(draws.iter().all(|d| matches!(d, Some(1 | 3))));
+    let ones = draws.iter().filter(|d| **d == Some(1)).count() as f64 / 2000.0;
+    // The allowed logits are 3 and 1: the masked distribution draws token 1
+    // with probability 1 / (1 + e^-2), about 88%.
+    let expected = 1.0 / (1.0 + (-2.0f64).exp());
+    assert!((ones - expected).abs() < 0.04, "{ones} vs {expected}");
+}
+
 proptest::proptest! {
     #[test]
     fn top_k_selection_draws_as_a_full_sort_does(

@@ -5,8 +5,12 @@
 //! from a prompt while reusing the prefix it already holds, and advance
 //! several slots by one token in one batched forward pass.
 
+use std::sync::Arc;
+
 use phobos_models::chat::ChatTemplate;
 use phobos_models::tokenizer::Tokenizer;
+
+use super::json_format::JsonShape;
 
 /// An engine error, reported to the client of the request that hit it as a
 /// 500 (the server keeps running and frees the slot).
@@ -38,6 +42,8 @@ pub struct SamplingParams {
     pub top_logprobs: u32,
     /// Report the chosen token's log-probability.
     pub logprobs: bool,
+    /// `response_format`'s JSON constraint, if the request set one.
+    pub json_shape: Option<Arc<JsonShape>>,
 }
 
 /// A token with its natural-log probability under the (unmodified) model

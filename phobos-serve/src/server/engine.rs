@@ -8,13 +8,14 @@ use anyhow::Context;
 use phobos_models::chat::ChatTemplate;
 use phobos_models::engine::{Footprint, LogitsWanted, Model, SeqInput, Session};
 use phobos_models::gguf::Gguf;
-use phobos_models::sample::{Sampler, SamplerConfig};
+use phobos_models::sample::{SampledToken, Sampler, SamplerConfig};
 use phobos_models::tokenizer::Tokenizer;
 
 use super::ServeArgs;
 use super::backend::{
     BackendError, InferenceBackend, ModelInfo, SamplingParams, StepOutput, TokenLogprob,
 };
+use super::json_format::{JsonConstraint, TokenPieces};
 use super::load;
 
 /// A loaded model served by the engine.
@@ -26,6 +27,8 @@ pub struct EngineBackend {
     /// Weights plus every slot full (KV cache, recurrent state and its
     /// checkpoints), fixed at load.
     memory_estimate_bytes: u64,
+    /// Every token's bytes, for requests with a JSON `response_format`.
+    pieces: TokenPieces,
 }
 
 /// One slot: its KV cache, the logits after its last cached token (empty
@@ -34,6 +37,8 @@ pub struct EngineSlot {
     session: Session,
     logits: Vec<f32>,
     sampler: Sampler,
+    /// The request's JSON constraint, following what it generated.
+    json: Option<JsonConstraint>,
 }
 
 /// Loads `args.model` for serving. The context per slot is `--ctx-size`
@@ -60,7 +65,9 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<EngineBackend> {
         args.parallel as usize,
         context_len_per_slot,
     );
+    let pieces = TokenPieces::new(model.tokenizer());
     Ok(EngineBackend {
+        pieces,
         model,
         model_id: load::model_id(args),
         template,
@@ -143,6 +150,7 @@ impl InferenceBackend for EngineBackend {
             session,
             logits: Vec::new(),
             sampler: Sampler::new(SamplerConfig::greedy()),
+            json: None,
         })
     }
 
@@ -181,6 +189,7 @@ impl InferenceBackend for EngineBackend {
             // The penalties look at the prompt too, as llama.cpp's do.
             slot.sampler = sampler_for(params);
             slot.sampler.accept(prompt);
+            slot.json = params.json_shape.clone().map(JsonConstraint::new);
         }
         Ok(reused)
     }
@@ -197,25 +206,32 @@ impl InferenceBackend for EngineBackend {
                     "a slot was stepped before its prompt was ingested".into(),
                 ));
             }
-            let output = if params.logprobs || params.top_logprobs > 0 {
-                let sampled = slot
-                    .sampler
-                    .sample(&slot.logits, params.top_logprobs as usize);
-                StepOutput {
-                    token: sampled.id,
-                    logprob: params.logprobs.then_some(sampled.logprob),
-                    top_logprobs: sampled
-                        .top_logprobs
-                        .iter()
-                        .map(|&(id, logprob)| TokenLogprob { id, logprob })
-                        .collect(),
-                }
-            } else {
-                StepOutput {
-                    token: slot.sampler.sample_id(&slot.logits),
-                    logprob: None,
+            let wants_logprobs = params.logprobs || params.top_logprobs > 0;
+            let n_top = params.top_logprobs as usize;
+            let sampled = match &mut slot.json {
+                Some(json) => json
+                    .sample(
+                        &mut slot.sampler,
+                        &self.pieces,
+                        &slot.logits,
+                        wants_logprobs.then_some(n_top),
+                    )
+                    .map_err(engine_error)?,
+                None if wants_logprobs => slot.sampler.sample(&slot.logits, n_top),
+                None => SampledToken {
+                    id: slot.sampler.sample_id(&slot.logits),
+                    logprob: 0.0,
                     top_logprobs: Vec::new(),
-                }
+                },
+            };
+            let output = StepOutput {
+                token: sampled.id,
+                logprob: params.logprobs.then_some(sampled.logprob),
+                top_logprobs: sampled
+                    .top_logprobs
+                    .iter()
+                    .map(|&(id, logprob)| TokenLogprob { id, logprob })
+                    .collect(),
             };
             next_tokens.push([output.token]);
             outputs.push(output);

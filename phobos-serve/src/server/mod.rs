@@ -11,6 +11,7 @@ pub mod dashboard;
 mod engine;
 mod error;
 mod generate;
+pub mod json_format;
 mod load;
 mod metrics;
 mod params;

@@ -2,10 +2,13 @@
 //! fields are ignored (clients send vendor extensions); known ones must have
 //! the right type and range.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use super::backend::SamplingParams;
 use super::error::ApiError;
+use super::json_format::JsonShape;
 
 /// Server-wide defaults for sampling (the `serve` flags); request fields
 /// override them.
@@ -181,6 +184,40 @@ pub struct CommonParams {
 const MAX_STOPS: usize = 16;
 const MAX_STOP_LEN: usize = 256;
 
+/// `response_format`: `text` (or absent) leaves output free; `json_object`
+/// constrains it to a JSON object; `json_schema` to JSON of the schema in
+/// `json_schema.schema` (any JSON object when it has none).
+fn response_format(fields: &Fields<'_>) -> Result<Option<Arc<JsonShape>>, ApiError> {
+    let Some(format) = fields.object("response_format")? else {
+        return Ok(None);
+    };
+    match format.string("type")? {
+        Some("text") => Ok(None),
+        Some("json_object") => Ok(Some(Arc::new(JsonShape::any_object()))),
+        Some("json_schema") => {
+            let spec = format.object("json_schema")?.ok_or_else(|| {
+                ApiError::invalid(
+                    "response_format",
+                    "'json_schema' needs a 'json_schema' object",
+                )
+            })?;
+            let shape = match spec.get("schema") {
+                None => JsonShape::any_object(),
+                Some(schema) => JsonShape::compile(schema).map_err(|e| {
+                    ApiError::invalid("response_format", format!("'json_schema.schema': {e}"))
+                })?,
+            };
+            Ok(Some(Arc::new(shape)))
+        }
+        other => Err(ApiError::invalid(
+            "response_format",
+            format!(
+                "'response_format.type' must be 'text', 'json_object' or 'json_schema', got {other:?}"
+            ),
+        )),
+    }
+}
+
 pub fn common_params(
     fields: &Fields<'_>,
     defaults: &SamplingDefaults,
@@ -240,27 +277,7 @@ pub fn common_params(
         Some(options) => options.boolean("include_usage")?.unwrap_or(false),
         None => false,
     };
-    if let Some(format) = fields.object("response_format")? {
-        match format.string("type")? {
-            Some("text" | "json_object") => {}
-            Some("json_schema") => {
-                format.object("json_schema")?.ok_or_else(|| {
-                    ApiError::invalid(
-                        "response_format",
-                        "'json_schema' needs a 'json_schema' object",
-                    )
-                })?;
-            }
-            other => {
-                return Err(ApiError::invalid(
-                    "response_format",
-                    format!(
-                        "'response_format.type' must be 'text', 'json_object' or 'json_schema', got {other:?}"
-                    ),
-                ));
-            }
-        }
-    }
+    let json_shape = response_format(fields)?;
     let float = |name: &str, min: f64, max: f64, default: f32| -> Result<f32, ApiError> {
         Ok(fields.number(name, min, max)?.map_or(default, |v| v as f32))
     };
@@ -291,6 +308,7 @@ pub fn common_params(
         },
         logprobs: false,
         top_logprobs: 0,
+        json_shape,
     };
     Ok(CommonParams {
         sampling,
