@@ -43,8 +43,8 @@ const ROUNDER: f32 = 12_582_912.0;
 /// minimax polynomial where a degree-7 Taylor one was used before (two
 /// multiply-adds and the `r^4` product fewer), and `n`'s two halves taken
 /// straight from the rounded value's bit pattern (one subtraction fewer).
-/// Over an L1-resident row on Zen 2 (AVX2): 35 instructions per 8 lanes
-/// instead of 44, about 12% less time (BENCHMARKS.md, session 11).
+/// Over an L1-resident row on Zen 2 (AVX2): 30 instructions per 8 lanes
+/// instead of 36, about 13% less time (BENCHMARKS.md, session 11).
 #[inline(always)]
 pub fn exp_f32(x: f32) -> f32 {
     // exp overflows f32 above 88.73 and rounds to 0 below -104. Clamping
