@@ -315,8 +315,8 @@ mod proptests {
             // The same lanes folded with `maximum` / `minimum` themselves:
             // the cheaper steps must give the same bits (signed zeros
             // included), and a NaN never wins, in any lane.
-            let lanes_max = fold_lanes(&data, f32::NEG_INFINITY, |a, b| a.maximum(b));
-            let lanes_min = fold_lanes(&data, f32::INFINITY, |a, b| a.minimum(b));
+            let lanes_max = fold_lanes(&data, f32::NEG_INFINITY, <f32 as Element>::maximum);
+            let lanes_min = fold_lanes(&data, f32::INFINITY, <f32 as Element>::minimum);
             let t = Tile::from_vec(&[data.len()], data.clone()).unwrap();
             prop_assert_eq!(max(&t).to_bits(), lanes_max.to_bits());
             prop_assert_eq!(min(&t).to_bits(), lanes_min.to_bits());
@@ -325,8 +325,8 @@ mod proptests {
             prop_assert_eq!(rowmin(&row).unwrap().as_slice()[0].to_bits(), lanes_min.to_bits());
             // And the value of a plain left fold (order-free up to the
             // sign of a zero).
-            let fold_max = data.iter().fold(f32::NEG_INFINITY, |a, &b| a.maximum(b));
-            let fold_min = data.iter().fold(f32::INFINITY, |a, &b| a.minimum(b));
+            let fold_max = data.iter().fold(f32::NEG_INFINITY, |a, &b| Element::maximum(a, b));
+            let fold_min = data.iter().fold(f32::INFINITY, |a, &b| Element::minimum(a, b));
             prop_assert_eq!(max(&t), fold_max);
             prop_assert_eq!(min(&t), fold_min);
         }

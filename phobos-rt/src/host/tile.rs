@@ -274,18 +274,19 @@ impl<T: Element> TileSlots<T> {
     #[inline]
     pub fn new(shape: &[usize]) -> Result<TileSlots<T>> {
         let shape = TileShape::new(shape)?;
-        Ok(TileSlots {
-            shape,
-            data: super::arena::take(shape.len()),
-        })
+        let mut data = super::arena::take(shape.len());
+        // `take` already gives this much; `assume_init`'s `set_len` relies
+        // on it, so it is made certain here rather than assumed.
+        data.reserve(shape.len());
+        Ok(TileSlots { shape, data })
     }
 
     /// The tile's elements in row-major order, to be written.
     #[inline(always)]
     pub fn slots(&mut self) -> &mut [std::mem::MaybeUninit<T>] {
         let len = self.shape.len();
-        // `arena::take(len)` gives at least `len` of capacity, so the range
-        // is always there; `get_mut` keeps this free of a panic path.
+        // The capacity is at least `len` (`new`), so the range is always
+        // there; `get_mut` keeps this free of a panic path.
         self.data
             .spare_capacity_mut()
             .get_mut(..len)
