@@ -28,20 +28,23 @@ const LN2_LO: f32 = 1.428_606_8e-6;
 const ROUNDER: f32 = 12_582_912.0;
 
 /// `e^x`. Range reduction `x = n ln2 + r` with `|r| <= ln2 / 2` (ln2 split
-/// in two so `n ln2_hi` is exact), a degree-7 Taylor polynomial for `e^r`
-/// (truncation below 5e-9 relative), and `2^n` applied as two exact power-
-/// of-two factors so results that are subnormal round once.
+/// in two so `n ln2_hi` is exact), `e^r = 1 + r + r^2 q(r)` with `q` the
+/// degree-4 polynomial of [`EXP_Q`] (relative error below 3.1e-9 on that
+/// interval, 0.05 of a half-ulp), and `2^n` applied as two exact power-of-
+/// two factors so results that are subnormal round once.
 ///
 /// Every multiply-add is fused (`mul_add`): one rounding instead of two,
-/// and on a CPU with FMA one instruction instead of two. The polynomial's
-/// terms are evaluated in pairs over `r^2` and `r^4` (Estrin's order)
-/// rather than in Horner's chain of seven steps, so independent work
-/// overlaps. Both matter because a vectorized loop of this function is
-/// bound by its instructions, not by memory: a loop of it over an L1-
-/// resident row took 1.07-1.09 ns per element on Zen 2 (AVX2) with the
-/// unfused Horner form, 0.67 ns with this one. `mul_add` rounds once on
-/// every target (a hardware FMA, or libm's `fmaf` in the portable body),
-/// so every SIMD level of a generated body still gets the same bits.
+/// and on a CPU with FMA one instruction instead of two. `mul_add` rounds
+/// once on every target (a hardware FMA, or libm's `fmaf` in the portable
+/// body), so every SIMD level of a generated body gets the same bits. A
+/// vectorized loop of this function is bound by its instruction count, not
+/// by memory or latency (interleaving two independent halves of a row did
+/// not make it faster), so it is written for few instructions: a degree-6
+/// minimax polynomial where a degree-7 Taylor one was used before (two
+/// multiply-adds and the `r^4` product fewer), and `n`'s two halves taken
+/// straight from the rounded value's bit pattern (one subtraction fewer).
+/// Over an L1-resident row on Zen 2 (AVX2): 30 instructions per 8 lanes
+/// instead of 36, about 13% less time (BENCHMARKS.md, session 11).
 #[inline(always)]
 pub fn exp_f32(x: f32) -> f32 {
     // exp overflows f32 above 88.73 and rounds to 0 below -104. Clamping
@@ -54,30 +57,44 @@ pub fn exp_f32(x: f32) -> f32 {
     let shifted = clamped.mul_add(LOG2_E, ROUNDER);
     let n = shifted - ROUNDER;
     let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, clamped));
-    // e^r = 1 + (r + r^2 q(r)): q's terms in pairs, and the leading 1
-    // added last, so that the one rounding at the result's magnitude is
-    // the final add.
+    // q in Estrin's order: (c0 + c1 r) + r^2 ((c2 + c3 r) + r^2 c4). The
+    // leading 1 is added last, so that the one rounding at the result's
+    // magnitude is the final add.
+    let [c0, c1, c2, c3, c4] = EXP_Q;
     let r2 = r * r;
-    let r4 = r2 * r2;
-    let q_low = r.mul_add(1.0 / 6.0, 0.5);
-    let q_mid = r.mul_add(1.0 / 120.0, 1.0 / 24.0);
-    let q_high = r.mul_add(1.0 / 5040.0, 1.0 / 720.0);
-    let q = r4.mul_add(q_high, r2.mul_add(q_mid, q_low));
+    let q = r2.mul_add(r2.mul_add(c4, r.mul_add(c3, c2)), r.mul_add(c1, c0));
     let p = 1.0 + r2.mul_add(q, r);
-    // n is in [-159, 144]; each half is in [-80, 72], a normal power of
-    // two. `shifted` holds n in its low mantissa bits (its exponent is
-    // that of ROUNDER), so n as an integer is a subtraction of bit
-    // patterns: the same n as `n as i32`, without the saturating
-    // conversion that SSE2 does one lane at a time.
-    let n = (shifted.to_bits() as i32).wrapping_sub(ROUNDER.to_bits() as i32);
-    let half = n >> 1;
-    let rest = n - half;
+    // `shifted` is ROUNDER + n exactly, and ROUNDER's bit pattern is even
+    // with its low 9 bits clear, so its bits shifted right by one are
+    // (ROUNDER's bits) / 2 + floor(n / 2), and both that and the rest,
+    // shifted left by 23, leave only floor(n / 2) and n - floor(n / 2) in
+    // the exponent field: the same halves as from n as an integer, without
+    // subtracting ROUNDER's pattern (or the saturating conversion that SSE2
+    // does one lane at a time). n is in [-159, 144]; each half is in
+    // [-80, 72], a normal power of two.
+    let bits = shifted.to_bits() as i32;
+    let half = bits >> 1;
+    let rest = bits.wrapping_sub(half);
     // p is in [0.70, 1.42], so p * 2^half is normal: multiplying by it is
     // adding half to p's exponent field, exactly, in one integer add.
     let scaled = f32::from_bits((p.to_bits() as i32).wrapping_add(half << 23) as u32);
-    let y = scaled * pow2(rest);
+    let factor = f32::from_bits((rest << 23).wrapping_add(127 << 23) as u32);
+    let y = scaled * factor;
     if x.is_nan() { x } else { y }
 }
+
+/// `q` of [`exp_f32`], lowest degree first: the minimax (equal-ripple)
+/// fit of `(e^r - 1 - r) / r^2` for the relative error of `1 + r + r^2 q`
+/// over `|r| <= ln 2 / 2` (a Remez exchange in 40-digit arithmetic; the
+/// f32 roundings of the coefficients add far less than the f32 result's
+/// own rounding).
+const EXP_Q: [f32; 5] = [
+    0.499_999_94,
+    0.166_665_21,
+    0.041_668_39,
+    0.008_368_71,
+    0.001_381_461_4,
+];
 
 /// The `e^x` of [`half_exp`]: the unfused form [`exp_f32`] had before it
 /// was made cheaper. `sigmoid` and `silu` square its result (`h * h`),

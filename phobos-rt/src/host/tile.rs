@@ -253,6 +253,60 @@ impl<T: Element> Tile<T> {
     }
 }
 
+/// Storage for a tile whose every element is written once before the tile
+/// is read: the output of a fused elementwise loop. [`Tile::full`] would
+/// first fill the buffer with a value the loop then overwrites; on a row
+/// kernel that fill was a whole extra pass over each 16 KiB tile (a memset
+/// per fused op per row). The elements are handed out as `MaybeUninit`
+/// slots, and [`TileSlots::assume_init`] turns them into the tile.
+///
+/// Dropped without `assume_init` (an error or a panic inside the loop), the
+/// buffer is freed with length 0: nothing uninitialized is ever read.
+#[derive(Debug)]
+pub struct TileSlots<T> {
+    shape: TileShape,
+    /// Length 0, capacity at least `shape.len()`.
+    data: Vec<T>,
+}
+
+impl<T: Element> TileSlots<T> {
+    /// Slots for a tile of `shape`, on reused storage.
+    #[inline]
+    pub fn new(shape: &[usize]) -> Result<TileSlots<T>> {
+        let shape = TileShape::new(shape)?;
+        let mut data = super::arena::take(shape.len());
+        // `take` already gives this much; `assume_init`'s `set_len` relies
+        // on it, so it is made certain here rather than assumed.
+        data.reserve(shape.len());
+        Ok(TileSlots { shape, data })
+    }
+
+    /// The tile's elements in row-major order, to be written.
+    #[inline(always)]
+    pub fn slots(&mut self) -> &mut [std::mem::MaybeUninit<T>] {
+        let len = self.shape.len();
+        // The capacity is at least `len` (`new`), so the range is always
+        // there; `get_mut` keeps this free of a panic path.
+        self.data
+            .spare_capacity_mut()
+            .get_mut(..len)
+            .unwrap_or_default()
+    }
+
+    /// The tile, once every slot is written.
+    ///
+    /// # Safety
+    /// Every element of [`TileSlots::slots`] must have been written.
+    #[inline(always)]
+    pub unsafe fn assume_init(mut self) -> Tile<T> {
+        let len = self.shape.len();
+        // SAFETY: the capacity is at least `len` (`new`), and the caller
+        // wrote every one of the first `len` elements.
+        unsafe { self.data.set_len(len) };
+        Tile::from_parts(self.shape, std::mem::take(&mut self.data))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,6 +329,34 @@ mod tests {
             TileShape::new(&[1 << 14, 1 << 15]),
             Err(Error::BadShape { op: "tile", .. })
         ));
+    }
+
+    #[test]
+    fn slots_become_the_tile_they_were_written_as() {
+        let mut slots = TileSlots::<f32>::new(&[2, 3]).unwrap();
+        assert_eq!(slots.slots().len(), 6);
+        for (i, slot) in slots.slots().iter_mut().enumerate() {
+            slot.write(i as f32 * 0.5);
+        }
+        // SAFETY: every slot was written just above.
+        let tile = unsafe { slots.assume_init() };
+        assert_eq!(tile.shape(), &[2, 3]);
+        assert_eq!(tile.as_slice(), &[0.0, 0.5, 1.0, 1.5, 2.0, 2.5]);
+        // Reused storage (this thread's free list) comes out the same way.
+        drop(tile);
+        let mut again = TileSlots::<f32>::new(&[4]).unwrap();
+        for slot in again.slots() {
+            slot.write(7.0);
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { again.assume_init() }.as_slice(), &[7.0; 4]);
+        let mut empty = TileSlots::<i32>::new(&[0, 5]).unwrap();
+        assert!(empty.slots().is_empty());
+        // SAFETY: there is no slot to write.
+        assert!(unsafe { empty.assume_init() }.is_empty());
+        assert!(TileSlots::<u8>::new(&[1, 1, 1, 1, 1]).is_err());
+        // Dropped unwritten: nothing is read.
+        drop(TileSlots::<f64>::new(&[3]).unwrap());
     }
 
     #[test]

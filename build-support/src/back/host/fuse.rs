@@ -8,9 +8,10 @@
 //! `rowmax`) or one row for every row (`[C]`) is read in place by a
 //! row-by-row loop ([`Stretch`]); any other is stretched to the tree's
 //! shape once, before the loop. The result goes into reused storage
-//! (`Tile::full` takes it from the thread's free list), not a fresh
-//! allocation, and every loop is a `for` loop in the generated body (see
-//! `fused_tile` for why no closure goes to an iterator adaptor).
+//! (`TileSlots` takes it from the thread's free list), not a fresh
+//! allocation, and is written once, not filled first; every loop is a
+//! `for` loop in the generated body (see `fused_tile` for why no closure
+//! goes to an iterator adaptor).
 //!
 //! The loop body is the scalar code of the tree (`Generator::scalar`) with
 //! every leaf replaced by a name, so a fused tile op computes exactly what
@@ -104,12 +105,13 @@ impl Fused {
     /// (`__outer` of them, `__inner` elements each), whole leaves give
     /// their row, per-row leaves their one value, per-column leaves their
     /// whole tile; `each_row(inner_iter, inner_pattern)` is the statement
-    /// run per row. `target` is the in-place target tile, if any, whose
-    /// row comes first in the inner iterator as `__acc`.
+    /// run per row. `target` is the written elements as a `&mut [_]`
+    /// expression (an in-place target tile's, or a new tile's slots), if
+    /// any, whose row comes first in the inner iterator as `__acc`.
     pub fn rows(
         &self,
         shape_name: &Ident,
-        target: Option<&Ident>,
+        target: Option<TokenStream>,
         each_row: impl FnOnce(TokenStream, TokenStream) -> TokenStream,
     ) -> TokenStream {
         let rank = self.shape.len();
@@ -117,10 +119,7 @@ impl Fused {
         let mut outer = vec![(quote!((0..__outer)), quote!(_))];
         let mut inner = Vec::new();
         if let Some(target) = target {
-            outer.push((
-                quote!(#target.as_mut_slice().chunks_exact_mut(__inner)),
-                quote!(__acc_row),
-            ));
+            outer.push((quote!(#target.chunks_exact_mut(__inner)), quote!(__acc_row)));
             inner.push((quote!(__acc_row.iter_mut()), quote!(__acc)));
         }
         for leaf in &self.leaves {
@@ -330,28 +329,34 @@ impl Generator<'_> {
         // generated inside a `#[target_feature]` body compiles for that
         // level only where it stays in the body, and a closure called from
         // `Iterator::fold` (compiled without the features) is a call per
-        // element instead of a vectorized loop.
+        // element instead of a vectorized loop. The result is written into
+        // uninitialized slots (`TileSlots`), not over a tile first filled
+        // with zeros: that fill was one more pass over every fused tile.
         let out = Ident::new("__out", Span::call_site());
         let fill = if fused.stretched() {
             fused.rows(
                 &shape_name,
-                Some(&out),
-                |iter, pattern| quote!(for #pattern in #iter { *__acc = #body; }),
+                Some(quote!(#out.slots())),
+                |iter, pattern| quote!(for #pattern in #iter { __acc.write(#body); }),
             )
         } else {
-            let (iter, pattern) = fused.zipped(Some((
-                quote!(#out.as_mut_slice().iter_mut()),
-                quote!(__acc),
-            )));
-            quote!(for #pattern in #iter { *__acc = #body; })
+            let (iter, pattern) =
+                fused.zipped(Some((quote!(#out.slots().iter_mut()), quote!(__acc))));
+            quote!(for #pattern in #iter { __acc.write(#body); })
         };
+        // The loop writes every slot: the row-by-row form zips the slots'
+        // `__outer` rows of `__inner` with every leaf's rows, values or
+        // columns, whose shapes `checks` has just matched to `__shape`
+        // (and with `__inner == 0` there is no slot); the flat form zips
+        // all the slots with whole leaves of `__shape`.
         Ok(quote!({
             #prelude
             let #shape_name = [#(#shape),*];
             #checks
-            let mut #out = #p::host::Tile::<#ty>::full(&#shape_name, <#ty as #p::Element>::ZERO)?;
+            let mut #out = #p::host::TileSlots::<#ty>::new(&#shape_name)?;
             #fill
-            #out
+            // SAFETY: the loop above wrote every slot (see the generator).
+            unsafe { #out.assume_init() }
         }))
     }
 }

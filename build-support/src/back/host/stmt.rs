@@ -297,7 +297,7 @@ impl Generator<'_> {
         let update = if fused.stretched() {
             fused.rows(
                 &shape_name,
-                Some(target),
+                Some(quote!(#target.as_mut_slice())),
                 |iter, pattern| quote!(for #pattern in #iter { *__acc = #op(*__acc, #body); }),
             )
         } else {

@@ -188,15 +188,22 @@ fn an_elementwise_statement_is_one_loop() {
     }
     // The store's value: one `for` loop over x and z into reused storage,
     // with s and sum(sq) read once, in each of the two configs' bodies of
-    // the three specialized SIMD levels and in the generic one.
+    // the three specialized SIMD levels and in the generic one. The loop
+    // writes uninitialized slots, not a tile first filled with zeros.
     assert_eq!(
         out.matches(
-            "let mut __out = :: phobos :: __private :: host :: Tile :: < f32 > :: full (& __shape"
+            "let mut __out = :: phobos :: __private :: host :: TileSlots :: < f32 > :: new (& __shape"
         )
         .count(),
         3 * 2 + 1,
         "{out}"
     );
+    assert!(!out.contains("Tile :: < f32 > :: full"), "{out}");
+    assert!(
+        out.contains("__out . slots () . iter_mut () . zip"),
+        "{out}"
+    );
+    assert!(out.contains("__acc . write ("), "{out}");
     assert!(!out.contains(". map (|"), "no closure per element: {out}");
     assert!(out.contains("host :: sum (& l_sq)"), "{out}");
     // `sq += x * x`: one loop over sq, x and x, in place.
@@ -371,7 +378,11 @@ fn per_row_and_per_column_leaves_are_not_stretched() {
     // no stretched copy of either.
     assert!(!out.contains("broadcast_to"), "{out}");
     assert!(out.contains("chunks_exact (__inner)"), "{out}");
-    assert!(out.contains("Tile :: < f32 > :: full"), "{out}");
+    assert!(
+        out.contains("__out . slots () . chunks_exact_mut (__inner)"),
+        "{out}"
+    );
+    assert!(out.contains("unsafe { __out . assume_init () }"), "{out}");
 }
 
 const SCALE_WITH_HOST_IMPL: &str = "@host_impl(scale_host)
