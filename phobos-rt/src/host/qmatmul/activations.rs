@@ -298,6 +298,10 @@ fn quantize_part(ty: GgmlType, x: &[f32], part: Part<'_>) -> Result<(), QMatmulE
             }
         }
         _ => {
+            // Q8_K, the K-quants' partner.
+            if q8_k_simd(x, part.blocks) {
+                return Ok(());
+            }
             let mut blocks = Vec::with_capacity(part.blocks.len());
             phobos_quant::quantize(GgmlType::Q8_K, x, &mut blocks)?;
             if blocks.len() != part.blocks.len() {
@@ -377,6 +381,22 @@ fn split_parts<T>(mut slice: &mut [T], per_part: usize, parts: usize) -> Vec<&mu
             head
         })
         .collect()
+}
+
+/// Quantizes `x` to Q8_K `blocks` on AVX2 where the CPU has it, the same
+/// bytes as phobos-quant's quantizer (tested); false, writing nothing,
+/// where it does not.
+fn q8_k_simd(x: &[f32], blocks: &mut [u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if super::kernels::kernel_level() != super::KernelLevel::Portable {
+        for (chunk, block) in x.chunks_exact(QK_K).zip(blocks.chunks_exact_mut(Q8_K_BYTES)) {
+            // SAFETY: every SIMD kernel level includes AVX2.
+            unsafe { super::x86::quantize_q8_k_avx2(chunk, block) };
+        }
+        return true;
+    }
+    let _ = (x, blocks);
+    false
 }
 
 /// [`levels_x86`] on AVX2 where the CPU has it (same bytes, tested).
