@@ -93,9 +93,13 @@ const Q8_K_BYTES: usize = crate::host::qmatmul::activations::Q8_K_BYTES;
 pub(in crate::host::qmatmul) fn quantize_q8_k_avx2(x: &[f32], out: &mut [u8]) {
     const QK_K: usize = phobos_quant::QK_K;
     let (x, out) = (&x[..QK_K], &mut out[..Q8_K_BYTES]);
-    // SAFETY: `x` holds 256 readable f32; the loads are unaligned.
-    let v: [__m256; QK_K / 8] =
-        std::array::from_fn(|i| unsafe { _mm256_loadu_ps(x[8 * i..].as_ptr()) });
+    // Loops, not `array::from_fn`: its closures are not inlined into this
+    // `target_feature` function (a call per vector, `perf annotate`).
+    let mut v = [_mm256_setzero_ps(); QK_K / 8];
+    for (i, v) in v.iter_mut().enumerate() {
+        // SAFETY: `x` holds 256 readable f32; the load is unaligned.
+        *v = unsafe { _mm256_loadu_ps(x[8 * i..].as_ptr()) };
+    }
     let sign = _mm256_set1_ps(-0.0);
     // `max_ps(a, acc)` returns `acc` where `a` is NaN, and `acc` never is.
     let mut acc = [_mm256_setzero_ps(); 4];
@@ -133,12 +137,13 @@ pub(in crate::host::qmatmul) fn quantize_q8_k_avx2(x: &[f32], out: &mut [u8]) {
     let ones_i16 = _mm256_set1_epi16(1);
     let mut quads = [_mm256_setzero_si256(); QK_K / 32];
     for (c, quad) in quads.iter_mut().enumerate() {
-        let ints: [__m256i; 4] = std::array::from_fn(|k| {
+        let mut ints = [_mm256_setzero_si256(); 4];
+        for (k, int) in ints.iter_mut().enumerate() {
             let bits = _mm256_castps_si256(_mm256_add_ps(_mm256_mul_ps(mul, v[4 * c + k]), magic));
             let level = _mm256_sub_epi32(_mm256_and_si256(bits, mantissa), half);
             // The low byte, as `as i8` keeps it (no saturation).
-            _mm256_and_si256(_mm256_min_epi32(level, cap), low_byte)
-        });
+            *int = _mm256_and_si256(_mm256_min_epi32(level, cap), low_byte);
+        }
         let words_01 = _mm256_packus_epi32(ints[0], ints[1]);
         let words_23 = _mm256_packus_epi32(ints[2], ints[3]);
         let bytes = _mm256_packus_epi16(words_01, words_23);
