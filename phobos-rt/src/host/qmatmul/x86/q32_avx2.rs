@@ -287,6 +287,7 @@ unsafe fn block_products<const F: u32, const W: usize, const R: usize>(
         // spills) and a shuffle per product; through memory each is one
         // `vbroadcastss` load.
         let d = std::hint::black_box(d);
+        #[allow(clippy::needless_range_loop)] // `r` picks the packed vectors too
         for r in 0..R {
             // Levels are the block's first `R` vectors, the shifted sums
             // (offset formats) the next `R`.
