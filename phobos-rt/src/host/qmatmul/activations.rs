@@ -274,12 +274,9 @@ fn quantize_part(ty: GgmlType, x: &[f32], part: Part<'_>) -> Result<(), QMatmulE
                 .zip(part.scales.iter_mut())
                 .zip(part.neg_lane_sums.chunks_exact_mut(8));
             for (chunk, ((block, scale), sums)) in x.chunks_exact(32).zip(per_block) {
-                let (levels, d, neg_sums) = levels_q8_with_sums(chunk);
-                let d = f16::from_f32(d);
+                let d = f16::from_f32(levels_q8_with_sums(chunk, &mut block[2..], sums));
                 block[..2].copy_from_slice(&d.to_bits().to_le_bytes());
-                block[2..].copy_from_slice(&levels.map(|q| q as u8));
                 *scale = d.to_f32();
-                sums.copy_from_slice(&neg_sums);
             }
         }
         GgmlType::Q8_1 => {
@@ -298,6 +295,10 @@ fn quantize_part(ty: GgmlType, x: &[f32], part: Part<'_>) -> Result<(), QMatmulE
             }
         }
         _ => {
+            // Q8_K, the K-quants' partner.
+            if q8_k_simd(x, part.blocks) {
+                return Ok(());
+            }
             let mut blocks = Vec::with_capacity(part.blocks.len());
             phobos_quant::quantize(GgmlType::Q8_K, x, &mut blocks)?;
             if blocks.len() != part.blocks.len() {
@@ -379,6 +380,25 @@ fn split_parts<T>(mut slice: &mut [T], per_part: usize, parts: usize) -> Vec<&mu
         .collect()
 }
 
+/// Quantizes `x` to Q8_K `blocks` on AVX2 where the CPU has it, the same
+/// bytes as phobos-quant's quantizer (tested); false, writing nothing,
+/// where it does not.
+fn q8_k_simd(x: &[f32], blocks: &mut [u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if super::kernels::kernel_level() != super::KernelLevel::Portable {
+        for (chunk, block) in x
+            .chunks_exact(QK_K)
+            .zip(blocks.chunks_exact_mut(Q8_K_BYTES))
+        {
+            // SAFETY: every SIMD kernel level includes AVX2.
+            unsafe { super::x86::quantize_q8_k_avx2(chunk, block) };
+        }
+        return true;
+    }
+    let _ = (x, blocks);
+    false
+}
+
 /// [`levels_x86`] on AVX2 where the CPU has it (same bytes, tested).
 fn levels_q8(x: &[f32]) -> ([i8; 32], f32) {
     #[cfg(target_arch = "x86_64")]
@@ -389,20 +409,23 @@ fn levels_q8(x: &[f32]) -> ([i8; 32], f32) {
     levels_x86(x)
 }
 
-/// [`levels_q8`] and the negated sums of each four levels (`QActivations`'
-/// `neg_lane_sums` for the block).
-fn levels_q8_with_sums(x: &[f32]) -> ([i8; 32], f32, [i32; 8]) {
+/// [`levels_q8`] into `levels` (32 bytes) and the negated sums of each
+/// four levels into `neg_sums` (`QActivations`' `neg_lane_sums` for the
+/// block); returns the f32 scale.
+fn levels_q8_with_sums(x: &[f32], levels: &mut [u8], neg_sums: &mut [i32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     if super::kernels::kernel_level() != super::KernelLevel::Portable {
         // SAFETY: every SIMD kernel level includes AVX2.
-        return unsafe { super::x86::levels_q8_sums_avx2(x) };
+        return unsafe { super::x86::levels_q8_sums_avx2(x, levels, neg_sums) };
     }
-    let (levels, d) = levels_x86(x);
-    let mut sums = [0i32; 8];
-    for (sum, four) in sums.iter_mut().zip(levels.chunks_exact(4)) {
+    let (plain, d) = levels_x86(x);
+    for (out, &q) in levels.iter_mut().zip(&plain) {
+        *out = q as u8;
+    }
+    for (sum, four) in neg_sums.iter_mut().zip(plain.chunks_exact(4)) {
         *sum = -four.iter().map(|&q| i32::from(q)).sum::<i32>();
     }
-    (levels, d, sums)
+    d
 }
 
 /// ggml's AVX quantizer's levels and f32 scale for one 32-value block: the

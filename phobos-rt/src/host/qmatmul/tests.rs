@@ -514,7 +514,9 @@ fn simd_q8_quantizer_equals_the_plain_one() {
         assert_eq!(plain.0, simd.0, "{x:?}");
         assert_eq!(plain.1.to_bits(), simd.1.to_bits(), "{x:?}");
         // SAFETY: as above.
-        let (levels, d, neg_sums) = unsafe { super::x86::levels_q8_sums_avx2(x) };
+        let (mut levels, mut neg_sums) = ([0u8; 32], [0i32; 8]);
+        let d = unsafe { super::x86::levels_q8_sums_avx2(x, &mut levels, &mut neg_sums) };
+        let levels = levels.map(|q| q as i8);
         assert_eq!((levels, d.to_bits()), (simd.0, simd.1.to_bits()), "{x:?}");
         for (l, &neg_sum) in neg_sums.iter().enumerate() {
             let sum: i32 = levels[4 * l..4 * l + 4].iter().map(|&q| i32::from(q)).sum();

@@ -242,15 +242,77 @@ impl<const R: usize> PackedActs<R> {
 #[repr(C, align(32))]
 struct Lanes([f32; 8]);
 
-/// `W` weight rows of format `F` times the `R` packed activation rows;
-/// returns `[w][r]`, bit-identical to `portable::row_dot` (multi-row order).
-/// `PREFETCH`: software-prefetch each weight row `prefetch_ahead_bytes`
-/// past the block in use (the caller picks the distance).
+/// One block of a `W x R` tile, shared by [`q32_tile_avx2`] (weights
+/// decoded in the loop) and [`q32_tile_unpacked_avx2`] (weights decoded
+/// once): adds the block's `W x R` products to `acc`, bit for bit
+/// `portable::row_dot` (multi-row order). `unsigned` and `sign` are the
+/// `W` weight rows' [`unpack`] operands (`sign` unused by the offset
+/// formats); lane `i` of `w_scales` is row `i`'s f32 scale; `a_block` is
+/// the block of a [`PackedActs`] packed for `F`.
 ///
 /// Per block the `W x R` scale products `d_w * d_x` are one vector
 /// multiply (lane `i * R + r`), stored and broadcast per product: the
 /// products are the same f32 operations as one multiply each, and no
 /// accumulator spills to make room for broadcast scales.
+///
+/// # Safety
+/// AVX2 and FMA (the caller's features; inlined into it); `a_block`
+/// points at one whole packed block (`PackedActs::<R>::per_block(F)`
+/// vectors, the scales last).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn block_products<const F: u32, const W: usize, const R: usize>(
+    c: &Consts,
+    unsigned: [__m256i; W],
+    sign: [__m256i; W],
+    w_scales: __m256,
+    w_lane: __m256i,
+    a_block: *const __m256i,
+    d: &mut Lanes,
+    acc: &mut [[__m256; R]; W],
+) {
+    // SAFETY (the whole body): the caller's features and block, as above.
+    unsafe {
+        let wd = if R > 1 {
+            _mm256_permutevar8x32_ps(w_scales, w_lane)
+        } else {
+            w_scales
+        };
+        let a_per_block = PackedActs::<R>::per_block(F);
+        let ad = _mm256_castsi256_ps(a_block.add(a_per_block - 1).read());
+        // ggml's d_w * d_x: one f32 product each, the same in either order.
+        _mm256_store_ps(d.0.as_mut_ptr(), _mm256_mul_ps(wd, ad));
+        // Left to itself LLVM keeps the products in a register and
+        // extracts lanes with shuffles, costing a register (an accumulator
+        // spills) and a shuffle per product; through memory each is one
+        // `vbroadcastss` load.
+        let d = std::hint::black_box(d);
+        #[allow(clippy::needless_range_loop)] // `r` picks the packed vectors too
+        for r in 0..R {
+            // Levels are the block's first `R` vectors, the shifted sums
+            // (offset formats) the next `R`.
+            let aq = a_block.add(r).read();
+            let offset = offset_shift(F).map(|_| a_block.add(R + r).read());
+            for i in 0..W {
+                let pairs = match offset {
+                    Some(_) => _mm256_maddubs_epi16(unsigned[i], aq),
+                    None => _mm256_maddubs_epi16(unsigned[i], _mm256_sign_epi8(aq, sign[i])),
+                };
+                let mut lanes = _mm256_madd_epi16(pairs, constant(&c.ones_i16));
+                if let Some(offset) = offset {
+                    lanes = _mm256_add_epi32(lanes, offset);
+                }
+                let scale = _mm256_broadcast_ss(&d.0[i * R + r]);
+                acc[i][r] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(lanes), acc[i][r]);
+            }
+        }
+    }
+}
+
+/// `W` weight rows of format `F` times the `R` packed activation rows;
+/// returns `[w][r]`, bit-identical to `portable::row_dot` (multi-row order).
+/// `PREFETCH`: software-prefetch each weight row `prefetch_ahead_bytes`
+/// past the block in use (the caller picks the distance).
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C. `F` is Q4_0, Q5_0, Q8_0 or
@@ -319,42 +381,11 @@ pub(in crate::host::qmatmul) fn q32_tile_avx2<
             }
         }
         let wd = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128(scale_bits as i64)));
-        let wd = if R > 1 {
-            _mm256_permutevar8x32_ps(wd, w_lane)
-        } else {
-            wd
-        };
-        // SAFETY: block `b < n_blocks` of the packing holds `per_block`
-        // vectors, the scales last.
-        let block = unsafe { packed.add(b * per_block) };
-        let ad = _mm256_castsi256_ps(unsafe { block.add(per_block - 1).read() });
-        // ggml's d_w * d_x: one f32 product each, the same in either order.
-        // SAFETY: `d` is 32 bytes on a 32-byte boundary.
-        unsafe { _mm256_store_ps(d.0.as_mut_ptr(), _mm256_mul_ps(wd, ad)) };
-        // Left to itself LLVM keeps the products in a register and
-        // extracts lanes with shuffles, costing a register (an accumulator
-        // spills) and a shuffle per product; through memory each is one
-        // `vbroadcastss` load.
-        let d = std::hint::black_box(&mut d);
-        #[allow(clippy::needless_range_loop)] // `r` picks the packed vectors too
-        for r in 0..R {
-            // SAFETY: levels are the block's first `R` vectors, the shifted
-            // sums (offset formats) the next `R`.
-            let aq = unsafe { block.add(r).read() };
-            let offset = offset_shift(F).map(|_| unsafe { block.add(R + r).read() });
-            for i in 0..W {
-                let pairs = match offset {
-                    Some(_) => _mm256_maddubs_epi16(unsigned[i], aq),
-                    None => _mm256_maddubs_epi16(unsigned[i], _mm256_sign_epi8(aq, sign[i])),
-                };
-                // SAFETY: AVX2 (this function's features), a `Consts` field.
-                let mut lanes = _mm256_madd_epi16(pairs, unsafe { constant(&c.ones_i16) });
-                if let Some(offset) = offset {
-                    lanes = _mm256_add_epi32(lanes, offset);
-                }
-                let scale = _mm256_broadcast_ss(&d.0[i * R + r]);
-                acc[i][r] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(lanes), acc[i][r]);
-            }
+        // SAFETY: this function's features cover `block_products`'; block
+        // `b < n_blocks` of the packing holds `per_block` vectors.
+        unsafe {
+            let block = packed.add(b * per_block);
+            block_products::<F, W, R>(c, unsigned, sign, wd, w_lane, block, &mut d, &mut acc);
         }
     }
     std::array::from_fn(|i| std::array::from_fn(|r| hsum8(acc[i][r])))
@@ -461,46 +492,19 @@ pub(in crate::host::qmatmul) fn q32_tile_unpacked_avx2<
     let mut d = Lanes([0.0; 8]);
     for b in 0..n_blocks {
         // SAFETY: block `b < n_blocks` of both packings holds its
-        // `per_block` vectors, the scales last.
-        let (w_block, a_block) =
-            unsafe { (w_packed.add(b * w_per_block), a_packed.add(b * a_per_block)) };
-        let wd = _mm256_castsi256_ps(unsafe { w_block.add(w_per_block - 1).read() });
-        let wd = if R > 1 {
-            _mm256_permutevar8x32_ps(wd, w_lane)
-        } else {
-            wd
-        };
-        let ad = _mm256_castsi256_ps(unsafe { a_block.add(a_per_block - 1).read() });
-        // ggml's d_w * d_x, one f32 product each (see `q32_tile_avx2`).
-        // SAFETY: `d` is 32 bytes on a 32-byte boundary.
-        unsafe { _mm256_store_ps(d.0.as_mut_ptr(), _mm256_mul_ps(wd, ad)) };
-        let d = std::hint::black_box(&mut d);
-        let c = std::hint::black_box(&CONSTS);
-        // SAFETY: the block's first `W` vectors are the unsigned operands.
-        let unsigned: [__m256i; W] = std::array::from_fn(|i| unsafe { w_block.add(i).read() });
-        #[allow(clippy::needless_range_loop)] // `r` picks the packed vectors too
-        for r in 0..R {
-            // SAFETY: levels are the activation block's first `R` vectors,
-            // the shifted sums (offset formats) the next `R`; the weight
-            // block's signed levels (sign trick) follow its `W` operands.
-            let aq = unsafe { a_block.add(r).read() };
-            let offset = offset_shift(F).map(|_| unsafe { a_block.add(R + r).read() });
-            for i in 0..W {
-                let pairs = match offset {
-                    Some(_) => _mm256_maddubs_epi16(unsigned[i], aq),
-                    None => {
-                        let sign = unsafe { w_block.add(W + i).read() };
-                        _mm256_maddubs_epi16(unsigned[i], _mm256_sign_epi8(aq, sign))
-                    }
-                };
-                // SAFETY: AVX2 (this function's features), a `Consts` field.
-                let mut lanes = _mm256_madd_epi16(pairs, unsafe { constant(&c.ones_i16) });
-                if let Some(offset) = offset {
-                    lanes = _mm256_add_epi32(lanes, offset);
-                }
-                let scale = _mm256_broadcast_ss(&d.0[i * R + r]);
-                acc[i][r] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(lanes), acc[i][r]);
-            }
+        // `per_block` vectors, the scales last; the weight block's first
+        // `W` vectors are the unsigned operands, the signed levels (sign
+        // trick) the next `W`.
+        unsafe {
+            let (w_block, a_block) = (w_packed.add(b * w_per_block), a_packed.add(b * a_per_block));
+            let wd = _mm256_castsi256_ps(w_block.add(w_per_block - 1).read());
+            let unsigned: [__m256i; W] = std::array::from_fn(|i| w_block.add(i).read());
+            let sign: [__m256i; W] = match offset_shift(F) {
+                Some(_) => [_mm256_setzero_si256(); W],
+                None => std::array::from_fn(|i| w_block.add(W + i).read()),
+            };
+            let c = std::hint::black_box(&CONSTS);
+            block_products::<F, W, R>(c, unsigned, sign, wd, w_lane, a_block, &mut d, &mut acc);
         }
     }
     std::array::from_fn(|i| std::array::from_fn(|r| hsum8(acc[i][r])))
