@@ -40,13 +40,21 @@ impl Generator<'_> {
     /// one `dot_acc_k_loop` call, evaluated with the loop variable bound
     /// to the first iteration's value and `__next` (that value), `__end`
     /// and `__step` in scope; `None` when the body is not the pattern.
-    pub fn k_loop_call(&self, var: LocalId, body: &[Stmt]) -> Result<Option<TokenStream>, GenError> {
+    pub fn k_loop_call(
+        &self,
+        var: LocalId,
+        body: &[Stmt],
+    ) -> Result<Option<TokenStream>, GenError> {
         let Some(var_local) = self.kernel.local(var) else {
             return Ok(None);
         };
         // Every integer type converts to `i64` without loss; `bool` is not
         // a loop counter.
-        if var_local.elem.scalar().is_none_or(|t| t == DType::Bool || t.is_float()) {
+        if var_local
+            .elem
+            .scalar()
+            .is_none_or(|t| t == DType::Bool || t.is_float())
+        {
             return Ok(None);
         }
         let Some(found) = contraction(var, body, self.kernel) else {
@@ -72,7 +80,10 @@ fn contraction<'e>(var: LocalId, body: &'e [Stmt], kernel: &'e Kernel) -> Option
         return None;
     };
     let acc_local = kernel.local(*acc)?;
-    if !acc_local.mutable || acc_local.elem.scalar() != Some(DType::F32) || acc_local.shape.0.len() != 2 {
+    if !acc_local.mutable
+        || acc_local.elem.scalar() != Some(DType::F32)
+        || acc_local.shape.0.len() != 2
+    {
         return None;
     }
     let ExprKind::Binary {
@@ -114,15 +125,22 @@ fn contraction<'e>(var: LocalId, body: &'e [Stmt], kernel: &'e Kernel) -> Option
         }
     };
     let (a, b) = (resolve(x)?, resolve(y)?);
-    let used = |id: LocalId| [x, y].iter().any(|e| matches!(e.kind, ExprKind::Local(l) if l == id));
+    let used = |id: LocalId| {
+        [x, y]
+            .iter()
+            .any(|e| matches!(e.kind, ExprKind::Local(l) if l == id))
+    };
     if !let_values.iter().all(|(id, _)| used(*id)) {
         return None;
     }
     let a = operand(a, var, 1)?;
     let b = operand(b, var, 0)?;
     // The loads read neither the accumulator nor the `let`s.
-    let reads_locals = |e: &Expr| mentions(e, *acc) || let_values.iter().any(|(id, _)| mentions(e, *id));
-    if [x, y].iter().any(|e| !matches!(e.kind, ExprKind::Local(_)) && reads_locals(e))
+    let reads_locals =
+        |e: &Expr| mentions(e, *acc) || let_values.iter().any(|(id, _)| mentions(e, *id));
+    if [x, y]
+        .iter()
+        .any(|e| !matches!(e.kind, ExprKind::Local(_)) && reads_locals(e))
         || let_values.iter().any(|(_, v)| reads_locals(v))
     {
         return None;
@@ -154,5 +172,6 @@ fn operand(e: &Expr, var: LocalId, k_dim: usize) -> Option<(&str, &[Slice])> {
         Slice::Full => true,
         Slice::Point(_) => false,
     };
-    (is_var(&index[k_dim]) && free(&index[1 - k_dim])).then_some((tensor.as_str(), index.as_slice()))
+    (is_var(&index[k_dim]) && free(&index[1 - k_dim]))
+        .then_some((tensor.as_str(), index.as_slice()))
 }

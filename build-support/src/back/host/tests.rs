@@ -43,17 +43,32 @@ fn a_contraction_loop_runs_whole_before_the_step_by_step_loop() {
 fn near_misses_of_a_contraction_loop_stay_step_by_step() {
     let variants = [
         // The k slice is not the loop variable.
-        ("let a = A[program_id(0) * TM :+ TM, k :+ TK]", "let a = A[program_id(0) * TM :+ TM, (k + 1) :+ TK]"),
+        (
+            "let a = A[program_id(0) * TM :+ TM, k :+ TK]",
+            "let a = A[program_id(0) * TM :+ TM, (k + 1) :+ TK]",
+        ),
         // The row slice depends on the loop variable.
-        ("let a = A[program_id(0) * TM :+ TM, k :+ TK]", "let a = A[k :+ TM, k :+ TK]"),
+        (
+            "let a = A[program_id(0) * TM :+ TM, k :+ TK]",
+            "let a = A[k :+ TM, k :+ TK]",
+        ),
         // A masked load with a fill value.
-        ("let b = B[k :+ TK, program_id(1) * TN :+ TN]", "let b = load(B[k :+ TK, program_id(1) * TN :+ TN], 1.0)"),
+        (
+            "let b = B[k :+ TK, program_id(1) * TN :+ TN]",
+            "let b = load(B[k :+ TK, program_id(1) * TN :+ TN], 1.0)",
+        ),
         // Something else in the body.
-        ("acc += dot(a, b)", "acc += dot(a, b)\n    C[0 :+ TM, 0 :+ TN] = a[:, 0 :+ 1] * 1.0"),
+        (
+            "acc += dot(a, b)",
+            "acc += dot(a, b)\n    C[0 :+ TM, 0 :+ TN] = a[:, 0 :+ 1] * 1.0",
+        ),
         // Another update than `acc += dot`.
         ("acc += dot(a, b)", "acc = acc * 2.0 + dot(a, b)"),
         // A `let` the contraction does not read.
-        ("acc += dot(a, b)", "acc += dot(a, B[k :+ TK, program_id(1) * TN :+ TN])"),
+        (
+            "acc += dot(a, b)",
+            "acc += dot(a, B[k :+ TK, program_id(1) * TN :+ TN])",
+        ),
     ];
     for (from, to) in variants {
         let text = GEMM.replace(from, to);

@@ -10,9 +10,9 @@
 //! tensors and sweeps the whole `TM x TN` accumulator through memory.
 //! Here the loop is blocked over `k` instead ([`KC`] at a time): B's block
 //! is packed once into zero-padded panels, A is read in place (or from a
-//! zero-padded copy where rows are masked or the tensor cannot be read
-//! plainly), and each micro-tile of the accumulator stays in registers for
-//! the whole block.
+//! zero-padded copy of the strip where rows are masked, the tensor cannot
+//! be read plainly, or its rows are a multiple of 4 KiB apart), and each
+//! micro-tile of the accumulator stays in registers for the whole block.
 //!
 //! The result is the same bits as the loop's: every element is one fused
 //! multiply-add chain (or, on the portable kernel, multiply then add) over
@@ -24,10 +24,10 @@
 //! steps before `k = 0` and one for all those past `K`.
 
 use super::{MR, MR_512, Micro, NR, NR_512};
+use crate::Result;
 use crate::host::slice::Slice;
 use crate::host::tile::{Tile, TileShape};
 use crate::host::view::{RawView, Readable};
-use crate::Result;
 
 /// Depth of one `k` block: a 16-wide B panel of it is 16 KiB (half of a
 /// Zen 2 or Skylake L1D) and 256 columns of B's block 256 KiB (L2).
@@ -235,13 +235,19 @@ fn blocked<const MR: usize, const NR: usize>(
     // Rows of A that cannot be read in place: masked ones stay zero,
     // others are copied in per block.
     let mut a_copy = crate::host::arena::filled(MR * kc_max, 0.0f32);
-    let a_in_place = a.plain && a.strides[1] == 1;
+    // In place needs plain reads and contiguous rows. Rows a multiple of
+    // 4 KiB apart (K = 1024, 2048, ...) fall on the same L1 sets, all six
+    // at once: copied, the strip's rows sit 1 KiB apart (measured at
+    // 2048^3, BENCHMARKS.md session 11).
+    let aliasing_rows = (a.strides[0] * size_of::<f32>()).is_multiple_of(4096);
+    let a_in_place = a.plain && a.strides[1] == 1 && !aliasing_rows;
     for k0 in (shape.k_lo..shape.k_hi).step_by(KC) {
         let kc = KC.min(shape.k_hi - k0);
         pack_b(b, (k0, kc), (shape.col0, tn, n_extent), &mut b_packed);
         for i0 in (0..tm).step_by(MR) {
             let rows = MR.min(tm - i0);
-            let tensor_row = |r: usize| in_bounds(i128::from(shape.row0) + (i0 + r) as i128, m_extent);
+            let tensor_row =
+                |r: usize| in_bounds(i128::from(shape.row0) + (i0 + r) as i128, m_extent);
             // Rows copied for this strip (masked ones zeroed).
             for r in 0..rows {
                 let dst = &mut a_copy[r * kc_max..][..kc];
@@ -315,6 +321,23 @@ fn pack_b<const NR: usize>(
     }
     // Tensor column of tile column `lo`.
     let first_col = (col0 + lo as i128) as usize;
+    if b.plain && lo == 0 && hi == panels * NR && b.strides[1] == 1 {
+        // Whole panels of a plain view: each row of B is cut into
+        // `NR`-wide chunks with no per-chunk bounds work (that work was a
+        // measured share of the time).
+        for p in 0..kc {
+            let first = b.offset + (k0 + p) * b.strides[0] + first_col;
+            // SAFETY: row `k0 + p` and columns `first_col..first_col + tn`
+            // are in bounds (`hi == tn`); `plain_row` gives a slice only
+            // for a view that reads plainly, which `b.plain` says it does.
+            let row = unsafe { b.plain_row(first, tn) }.unwrap_or_default();
+            let (chunks, _) = row.as_chunks::<NR>();
+            for (jp, chunk) in chunks.iter().enumerate() {
+                packed[jp * kc_max + p] = *chunk;
+            }
+        }
+        return;
+    }
     // Row by row of B (contiguous reads), each row spread over the panels.
     for p in 0..kc {
         let mut j = lo;

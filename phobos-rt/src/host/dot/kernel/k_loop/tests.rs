@@ -103,8 +103,14 @@ fn check(
     let a = device.tensor_from(&a_data, [m, k]).unwrap();
     let b = device.tensor_from(&b_data, [k, n]).unwrap();
     let start_acc = Tile::from_vec(&[tm, tn], values(tm * tn, seed + 2)).unwrap();
-    let rows = Slice::Span { start: row0, len: tm };
-    let cols = Slice::Span { start: col0, len: tn };
+    let rows = Slice::Span {
+        start: row0,
+        len: tm,
+    };
+    let cols = Slice::Span {
+        start: col0,
+        len: tn,
+    };
     let span = Slice::Span {
         start,
         len: step as usize,
@@ -132,8 +138,13 @@ fn check(
 
     // Atomic reads (the view may meet writers): A is copied, never borrowed.
     let mut new = start_acc.clone();
-    let done = dot_acc_k_loop(&mut new, (&a_read, &[rows, span]), (&b_read, &[span, cols]), range)
-        .unwrap();
+    let done = dot_acc_k_loop(
+        &mut new,
+        (&a_read, &[rows, span]),
+        (&b_read, &[span, cols]),
+        range,
+    )
+    .unwrap();
     // No iteration: left to the loop, which does nothing.
     assert_eq!(done, start < end, "{case}");
     assert_eq!(bits(&new), bits(&old), "atomic views, {case}");
@@ -168,7 +179,13 @@ fn kernel_fuses() -> bool {
 fn whole_tiles_and_more_than_one_k_block() {
     // K = 600 spans three blocks of `KC`, the last one partial.
     check((24, 600, 64), (6, 12), (16, 32), (0, 600, 40), 1);
-    check((12, 2 * KC, 32), (0, 12), (0, 32), (0, 2 * KC as i64, 64), 2);
+    check(
+        (12, 2 * KC, 32),
+        (0, 12),
+        (0, 32),
+        (0, 2 * KC as i64, 64),
+        2,
+    );
 }
 
 #[test]
@@ -231,11 +248,26 @@ fn shapes_it_does_not_take_are_left_to_the_loop() {
     untouched(&[rows, span(4, 4)], &[span(4, 4), cols], &b, (0, 8, 4));
     // Different K extents, a point slice, a zero or negative step, no
     // iteration, an accumulator of another shape.
-    untouched(&[rows, span(0, 4)], &[span(0, 4), cols], &b_short, (0, 8, 4));
-    untouched(&[Slice::Point(0), span(0, 4)], &[span(0, 4), cols], &b, (0, 8, 4));
+    untouched(
+        &[rows, span(0, 4)],
+        &[span(0, 4), cols],
+        &b_short,
+        (0, 8, 4),
+    );
+    untouched(
+        &[Slice::Point(0), span(0, 4)],
+        &[span(0, 4), cols],
+        &b,
+        (0, 8, 4),
+    );
     untouched(&[rows, span(0, 0)], &[span(0, 0), cols], &b, (0, 8, 0));
     untouched(&[rows, span(8, 4)], &[span(8, 4), cols], &b, (8, 8, 4));
-    untouched(&[rows, span(0, 4)], &[span(0, 4), span(0, 2)], &b, (0, 8, 4));
+    untouched(
+        &[rows, span(0, 4)],
+        &[span(0, 4), span(0, 2)],
+        &b,
+        (0, 8, 4),
+    );
 }
 
 proptest! {
