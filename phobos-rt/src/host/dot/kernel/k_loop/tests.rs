@@ -50,7 +50,6 @@ fn stepwise<VA: Readable<f32>, VB: Readable<f32>>(
 
 /// `acc[i][j]` as one `mul_add` chain over the loop's `k`, masked
 /// coordinates reading 0.
-#[allow(clippy::too_many_arguments)]
 fn reference(
     acc: &mut [f32],
     (a, m, k): (&[f32], usize, usize),
