@@ -84,7 +84,7 @@ mod tile;
 mod view;
 
 pub use broadcast::{broadcast_shapes, broadcast_to};
-pub use dot::{Accumulator, dot, dot_acc, dot_t, dot_t_acc};
+pub use dot::{Accumulator, dot, dot_acc, dot_acc_k_loop, dot_t, dot_t_acc};
 pub use elementwise::{
     abs, add, add_assign, and, bitand, bitnot, bitor, bitxor, cast, cdiv, cdiv_scalar, div,
     div_assign, eq, exp, floor, ge, gelu, gt, le, log, lt, max_assign, maximum, minimum, mul,

@@ -31,6 +31,7 @@ mod expr;
 mod fuse;
 mod grid;
 mod in_place;
+mod k_loop;
 mod launcher;
 mod names;
 mod ownership;

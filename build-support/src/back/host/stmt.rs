@@ -87,7 +87,23 @@ impl Generator<'_> {
                 let name = names::local(var_name);
                 let kernel_name = &self.kernel.name;
                 let (start, end, step) = (self.expr(start)?, self.expr(end)?, self.expr(step)?);
+                let whole = self.k_loop_call(*var, body)?;
                 let body = self.block(body)?;
+                // A contraction loop first tries to run whole (`k_loop`);
+                // it needs an iteration, as the loop evaluates its slices
+                // only inside one.
+                let first = match whole {
+                    None => quote!(let mut __next = #start;),
+                    Some(call) => quote!(
+                        let mut __next = #start;
+                        if __step > 0 && __next < __end && {
+                            let #name = __next;
+                            #call
+                        } {
+                            __next = __end;
+                        }
+                    ),
+                };
                 // A zero step is an error, as the GPU back end traps on it
                 // (SPEC.md §9). Overflowing the counter ends the loop.
                 quote!({
@@ -98,7 +114,7 @@ impl Generator<'_> {
                             var: ::std::string::String::from(#var_name),
                         });
                     }
-                    let mut __next = #start;
+                    #first
                     while (__step > 0 && __next < __end) || (__step < 0 && __next > __end) {
                         let #name = __next;
                         #body
@@ -438,7 +454,7 @@ fn collect_chain<'e>(
 }
 
 /// Whether `e` reads local `target` anywhere.
-fn mentions(e: &Expr, target: LocalId) -> bool {
+pub(super) fn mentions(e: &Expr, target: LocalId) -> bool {
     let in_slices = |index: &[Slice]| {
         index.iter().any(|s| match s {
             Slice::Point(i) => mentions(i, target),

@@ -21,6 +21,79 @@ kernel mm(A: tensor<f32>[M, K], B: tensor<f32>[K, N], C: tensor<f32>[M, N]) {
 }";
 
 #[test]
+fn a_contraction_loop_runs_whole_before_the_step_by_step_loop() {
+    let out = generated(GEMM).unwrap();
+    let whole = out
+        .find("host :: dot_acc_k_loop (& mut l_acc , (& p_A , & [")
+        .unwrap_or_else(|| panic!("{out}"));
+    let stepwise = out
+        .find("host :: dot_acc (& mut l_acc , & l_a , & l_b)")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(whole < stepwise, "{out}");
+    assert!(out.contains("(& p_B , & ["), "{out}");
+    assert!(
+        out.contains("(__next as i64 , __end as i64 , __step as i64)"),
+        "{out}"
+    );
+    // When the call runs the loop, the step-by-step loop starts at the end.
+    assert!(out.contains("} { __next = __end ; }"), "{out}");
+}
+
+#[test]
+fn near_misses_of_a_contraction_loop_stay_step_by_step() {
+    let variants = [
+        // The k slice is not the loop variable.
+        (
+            "let a = A[program_id(0) * TM :+ TM, k :+ TK]",
+            "let a = A[program_id(0) * TM :+ TM, (k + 1) :+ TK]",
+        ),
+        // The row slice depends on the loop variable.
+        (
+            "let a = A[program_id(0) * TM :+ TM, k :+ TK]",
+            "let a = A[k :+ TM, k :+ TK]",
+        ),
+        // A masked load with a fill value.
+        (
+            "let b = B[k :+ TK, program_id(1) * TN :+ TN]",
+            "let b = load(B[k :+ TK, program_id(1) * TN :+ TN], 1.0)",
+        ),
+        // Something else in the body.
+        (
+            "acc += dot(a, b)",
+            "acc += dot(a, b)\n    C[0 :+ TM, 0 :+ TN] = a[:, 0 :+ 1] * 1.0",
+        ),
+        // Another update than `acc += dot`.
+        ("acc += dot(a, b)", "acc = acc * 2.0 + dot(a, b)"),
+        // A `let` the contraction does not read.
+        (
+            "acc += dot(a, b)",
+            "acc += dot(a, B[k :+ TK, program_id(1) * TN :+ TN])",
+        ),
+    ];
+    for (from, to) in variants {
+        let text = GEMM.replace(from, to);
+        assert_ne!(text, GEMM, "{from}");
+        let Ok(module) = check_source(&Source::file("test.ph", &text)) else {
+            panic!("variant does not check: {text}");
+        };
+        let out = generate(&module, &text).unwrap().to_string();
+        assert!(!out.contains("dot_acc_k_loop"), "{to}: {out}");
+    }
+    // Operands written inside `dot` are the pattern too.
+    let inline = GEMM.replace(
+        "acc += dot(a, b)",
+        "acc += dot(A[program_id(0) * TM :+ TM, k :+ TK], B[k :+ TK, program_id(1) * TN :+ TN])",
+    );
+    let inline = inline
+        .lines()
+        .filter(|l| !l.contains("let a =") && !l.contains("let b ="))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let out = generated(&inline).unwrap();
+    assert!(out.contains("dot_acc_k_loop"), "{out}");
+}
+
+#[test]
 fn accumulating_a_contraction_is_done_in_place() {
     let out = generated(GEMM).unwrap();
     assert!(

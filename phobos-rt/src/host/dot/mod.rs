@@ -10,6 +10,8 @@
 mod int8;
 mod kernel;
 
+pub use kernel::dot_acc_k_loop;
+
 use super::tile::{Tile, TileShape};
 use crate::{DotElement, Element, Error, Num, Result};
 

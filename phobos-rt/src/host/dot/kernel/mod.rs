@@ -81,6 +81,9 @@ fn gemm_f32_avx512(c: &mut [f32], a: &[f32], b: &[f32], m: usize, k: usize, n: u
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+mod k_loop;
+pub use k_loop::dot_acc_k_loop;
+
 #[inline(always)]
 fn madd<const FMA: bool>(a: f32, b: f32, acc: f32) -> f32 {
     if FMA { a.mul_add(b, acc) } else { acc + a * b }
