@@ -12,15 +12,15 @@
 //! |----------|-----------|-------|
 //! | `exp`     | 2 ulp  | exact 0 / inf outside (-104, 88.72) |
 //! | `tanh`    | 3 ulp  | exact ±1 for `|x| >= 9.5` |
-//! | `sigmoid` | 4 ulp  | `1 / (1 + exp(-x))`, as `e^x / (1 + e^x)` below 0 |
-//! | `silu`    | 4 ulp  | `x * sigmoid(x)` |
+//! | `sigmoid` | 2 ulp  | `1 / (1 + exp(-x))`, as `e^x / (1 + e^x)` below 0 |
+//! | `silu`    | 3 ulp  | `x * sigmoid(x)`, as `x e^x / (1 + e^x)` below 0 |
 //! | `gelu`    | 4 ulp, or `4 * 2^-23` absolute below 1 | the tanh form cancels for `x < 0`, as it does in any precision |
 //!
 //! NaN in gives NaN out; infinities give the limits.
 
 const LOG2_E: f32 = std::f32::consts::LOG2_E;
 // ln 2 = LN2_HI + LN2_LO, LN2_HI with 12 trailing zero bits so that
-// n * LN2_HI is exact for |n| < 2^12 (both forms of `e^x`).
+// n * LN2_HI is exact for |n| < 2^12.
 const LN2_HI: f32 = 0.693_145_75;
 const LN2_LO: f32 = 1.428_606_8e-6;
 // Rounds to nearest by adding and removing 1.5 * 2^23 (exact for
@@ -96,55 +96,6 @@ const EXP_Q: [f32; 5] = [
     0.001_381_461_4,
 ];
 
-/// The `e^x` of [`half_exp`]: the unfused form [`exp_f32`] had before it
-/// was made cheaper. `sigmoid` and `silu` square its result (`h * h`),
-/// which doubles its error, and the cheaper form's errors, though within
-/// 1 ulp for `e^x` itself, put `silu` at 5 ulp at one input (-5.0924153,
-/// over every f32) against its bound of 4; with this form both stay
-/// within 4.
-#[inline(always)]
-fn exp_f32_unfused(x: f32) -> f32 {
-    // Above this exp overflows f32; below -104 it rounds to 0.
-    const MAX_ARG: f32 = 88.722_84;
-    const MIN_ARG: f32 = -104.0;
-    let clamped = x.clamp(MIN_ARG, MAX_ARG);
-    let shifted = clamped * LOG2_E + ROUNDER;
-    let n = shifted - ROUNDER;
-    let r = (clamped - n * LN2_HI) - n * LN2_LO;
-    let mut p = 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
-    // n is in [-150, 128]; each half is in [-75, 64], a normal power of two.
-    // `shifted` holds n in its low mantissa bits (its exponent is that of
-    // ROUNDER), so n as an integer is a subtraction of bit patterns: the
-    // same n as `n as i32`, without the saturating conversion that SSE2
-    // does one lane at a time.
-    let n = (shifted.to_bits() as i32).wrapping_sub(ROUNDER.to_bits() as i32);
-    let half = n >> 1;
-    let rest = n - half;
-    let y = p * pow2(half) * pow2(rest);
-    if x.is_nan() {
-        x
-    } else if x > MAX_ARG {
-        f32::INFINITY
-    } else if x < MIN_ARG {
-        0.0
-    } else {
-        y
-    }
-}
-
-/// `2^n` for `n` in the normal exponent range.
-#[inline(always)]
-fn pow2(n: i32) -> f32 {
-    f32::from_bits(((n + 127) as u32) << 23)
-}
-
 /// `e^y - 1` for `0 <= y <= 1`: Taylor to degree 11 (truncation below
 /// 3e-8 relative), no cancellation near 0.
 #[inline(always)]
@@ -178,29 +129,46 @@ pub fn tanh_f32(x: f32) -> f32 {
     if x.is_nan() { x } else { t.copysign(x) }
 }
 
-/// `h = e^{-|x|/2}` and `1 + h^2`: both logistic functions from one
-/// `exp`, with `e^{-|x|}` kept as `h * h` so that a result deep in the
-/// subnormals is rounded once instead of after an underflowed factor.
-#[inline(always)]
-fn half_exp(x: f32) -> (f32, f32) {
-    let h = exp_f32_unfused(-0.5 * x.abs());
-    (h, 1.0 + h * h)
-}
-
-/// `1 / (1 + e^-x)`: `1 / (1 + h^2)` for `x >= 0`, `h * (h / (1 + h^2))`
-/// (`e^x / (1 + e^x)`) below 0, which follows `e^x` into the subnormals
-/// instead of overflowing `e^-x`.
+/// `1 / (1 + e^-x)` from `e = e^{-|x|}`, which never overflows:
+/// `1 / (1 + e)` for `x >= 0`, `e / (1 + e)` below 0 (a result in the
+/// subnormals is `exp`'s own, rounded once).
+///
+/// Both logistic functions once used `h = e^{-|x|/2}` and `e = h * h` to
+/// share one form; squaring doubled `exp`'s error and put them at 5 ulp
+/// (sigmoid at -3.4651504, silu at -2.0295715) against a bound of 4.
 #[inline(always)]
 pub fn sigmoid_f32(x: f32) -> f32 {
-    let (h, d) = half_exp(x);
-    if x < 0.0 { h * (h / d) } else { 1.0 / d }
+    let e = exp_f32(-x.abs());
+    if x < 0.0 {
+        e / (1.0 + e)
+    } else {
+        1.0 / (1.0 + e)
+    }
 }
 
-/// `x * sigmoid(x)`, as `(x h) (h / (1 + h^2))` below 0 (see [`sigmoid_f32`]).
+/// Below this `silu` takes `e^x` as `h * h` with `h = e^{x/2}`: `e^x`
+/// itself would be subnormal past -87.3, and `x * e^x` (about 1e-36 there,
+/// still normal) would keep only its few bits.
+const SILU_HALF_BELOW: f32 = -80.0;
+
+/// `x * sigmoid(x)`: `x / (1 + e^-x)` for `x >= 0`, `x e^x / (1 + e^x)`
+/// below 0, and `(x h) h` with `h = e^{x/2}` below [`SILU_HALF_BELOW`]
+/// (where `1 + e^x` rounds to 1). One `exp` whichever branch a lane takes.
 #[inline(always)]
 pub fn silu_f32(x: f32) -> f32 {
-    let (h, d) = half_exp(x);
-    if x < 0.0 { (x * h) * (h / d) } else { x / d }
+    let arg = if x < SILU_HALF_BELOW {
+        0.5 * x
+    } else {
+        -x.abs()
+    };
+    let e = exp_f32(arg);
+    if x >= 0.0 {
+        x / (1.0 + e)
+    } else if x >= SILU_HALF_BELOW {
+        (x * e) / (1.0 + e)
+    } else {
+        (x * e) * e
+    }
 }
 
 /// GELU, tanh approximation: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
