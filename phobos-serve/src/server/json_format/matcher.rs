@@ -403,6 +403,10 @@ impl JsonMatcher {
     /// resolve by the first byte; alternatives that share it widen to any
     /// value of that kind.
     fn resolve(&self, node: NodeId, b: u8) -> NodeId {
+        self.resolve_depth(node, b, 0)
+    }
+
+    fn resolve_depth(&self, node: NodeId, b: u8, depth: usize) -> NodeId {
         let kind_of = |b: u8| match b {
             b'{' => ANY_OBJECT,
             b'[' => ANY_ARRAY,
@@ -417,10 +421,16 @@ impl JsonMatcher {
                 let mut matching = alternatives
                     .iter()
                     .copied()
-                    .filter(|&alt| self.shape.starts_with(alt, b));
+                    // An alternative that is the node itself (a `$ref`
+                    // back to it) adds nothing the others do not.
+                    .filter(|&alt| alt != node && self.shape.starts_with(alt, b));
                 match (matching.next(), matching.next()) {
-                    (Some(only), None) => self.resolve(only, b),
-                    (Some(_), Some(_)) => kind_of(b),
+                    // A chain of single alternatives longer than any
+                    // schema nests only comes from a `$ref` cycle.
+                    (Some(only), None) if depth < MAX_NESTING => {
+                        self.resolve_depth(only, b, depth + 1)
+                    }
+                    (Some(_), _) => kind_of(b),
                     _ => node,
                 }
             }

@@ -82,6 +82,8 @@ pub struct JsonShape {
     pub nodes: Vec<Node>,
     pub literal_sets: Vec<Vec<Vec<u8>>>,
     pub root: NodeId,
+    /// Per node, the bytes a value of it may start with (a 256-bit set).
+    first_bytes: Vec<[u64; 4]>,
 }
 
 /// Nodes every shape has, at fixed ids, so the matcher can widen a value
@@ -103,6 +105,7 @@ impl JsonShape {
     pub fn any_object() -> Self {
         let mut shape = Self::base();
         shape.root = ANY_OBJECT;
+        shape.first_bytes = shape.compute_first_bytes();
         shape
     }
 
@@ -116,7 +119,9 @@ impl JsonShape {
         };
         let root = compiler.node(schema, 0)?;
         compiler.shape.root = root;
-        Ok(compiler.shape)
+        let mut shape = compiler.shape;
+        shape.first_bytes = shape.compute_first_bytes();
+        Ok(shape)
     }
 
     fn base() -> Self {
@@ -147,6 +152,7 @@ impl JsonShape {
             nodes,
             literal_sets,
             root: ANY,
+            first_bytes: Vec::new(),
         }
     }
 
@@ -162,27 +168,73 @@ impl JsonShape {
 
     /// Whether a value of node `id` may start with byte `b`.
     pub fn starts_with(&self, id: NodeId, b: u8) -> bool {
-        self.starts_with_depth(id, b, 0)
+        self.first_bytes
+            .get(id as usize)
+            .is_some_and(|set| set[usize::from(b >> 6)] & (1 << (b & 63)) != 0)
     }
 
-    fn starts_with_depth(&self, id: NodeId, b: u8, depth: usize) -> bool {
-        match self.node(id) {
-            Node::Any => matches!(
-                b,
-                b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'
-            ),
-            Node::Object(_) => b == b'{',
-            Node::Array { .. } => b == b'[',
-            Node::String => b == b'"',
-            Node::Number { .. } => b == b'-' || b.is_ascii_digit(),
-            Node::Literals(set) => self.set(*set).iter().any(|text| text.first() == Some(&b)),
-            Node::OneOf(alternatives) => {
-                depth < MAX_DEPTH
-                    && alternatives
-                        .iter()
-                        .any(|&alt| self.starts_with_depth(alt, b, depth + 1))
+    /// Every node's first bytes, as a least fixed point: alternatives may
+    /// refer to each other through `$ref` cycles, and following them
+    /// recursively would take time exponential in a hostile schema's
+    /// nesting. Children get lower ids than the alternatives naming them,
+    /// so one pass in id order settles everything but `$ref` cycles; the
+    /// passes stop at the nesting bound, and a set left short only makes
+    /// the matcher refuse a start it could have taken, never accept one it
+    /// should not. A cycle of alternatives with nothing else under it
+    /// starts with no byte at all (no value matches it).
+    fn compute_first_bytes(&self) -> Vec<[u64; 4]> {
+        let add = |set: &mut [u64; 4], b: u8| set[usize::from(b >> 6)] |= 1 << (b & 63);
+        let mut first = vec![[0u64; 4]; self.nodes.len()];
+        for (id, node) in self.nodes.iter().enumerate() {
+            let set = &mut first[id];
+            match node {
+                Node::Any => {
+                    for b in b"{[\"-0123456789tfn" {
+                        add(set, *b);
+                    }
+                }
+                Node::Object(_) => add(set, b'{'),
+                Node::Array { .. } => add(set, b'['),
+                Node::String => add(set, b'"'),
+                Node::Number { .. } => {
+                    for b in b"-0123456789" {
+                        add(set, *b);
+                    }
+                }
+                Node::Literals(literals) => {
+                    for text in self.set(*literals) {
+                        if let Some(&b) = text.first() {
+                            add(set, b);
+                        }
+                    }
+                }
+                Node::OneOf(_) => {}
             }
         }
+        for _ in 0..=MAX_DEPTH {
+            let mut changed = false;
+            for (id, node) in self.nodes.iter().enumerate() {
+                let Node::OneOf(alternatives) = node else {
+                    continue;
+                };
+                let mut union = first[id];
+                for &alt in alternatives {
+                    if let Some(set) = first.get(alt as usize) {
+                        for (u, s) in union.iter_mut().zip(set) {
+                            *u |= s;
+                        }
+                    }
+                }
+                if union != first[id] {
+                    first[id] = union;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        first
     }
 }
 
@@ -267,12 +319,18 @@ impl Compiler<'_> {
             if let Some(alternatives) = map.get(keyword) {
                 let alternatives = alternatives
                     .as_array()
-                    .filter(|a| !a.is_empty())
-                    .ok_or_else(|| SchemaError(format!("'{keyword}' must be a non-empty array")))?;
-                let ids = alternatives
+                    .filter(|a| !a.is_empty() && a.len() <= MAX_OPTIONS)
+                    .ok_or_else(|| {
+                        SchemaError(format!(
+                            "'{keyword}' must be an array of 1 to {MAX_OPTIONS} schemas"
+                        ))
+                    })?;
+                let mut ids = alternatives
                     .iter()
                     .map(|alt| self.node(alt, depth + 1))
                     .collect::<Result<Vec<_>, _>>()?;
+                ids.sort_unstable();
+                ids.dedup();
                 return self.push(Node::OneOf(ids));
             }
         }

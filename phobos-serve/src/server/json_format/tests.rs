@@ -183,6 +183,25 @@ fn references_resolve_recursively() {
 }
 
 #[test]
+fn reference_cycles_of_alternatives_stay_cheap() {
+    // Each level names the same definition three times: following the
+    // alternatives recursively would take 3^64 steps.
+    let schema = json!({
+        "$defs": {"A": {"anyOf": [
+            {"$ref": "#/$defs/A"}, {"$ref": "#/$defs/A"}, {"$ref": "#/$defs/A"},
+            {"type": "array", "items": {"$ref": "#/$defs/A"}},
+            {"type": "integer"},
+        ]}},
+        "$ref": "#/$defs/A",
+    });
+    assert!(accepts(&schema, "[[1, [2]], 3]") && accepts(&schema, "4"));
+    assert!(!accepts(&schema, r#"["x"]"#));
+    // A cycle with nothing under it admits no value.
+    let empty = json!({"$defs": {"B": {"anyOf": [{"$ref": "#/$defs/B"}]}}, "$ref": "#/$defs/B"});
+    assert_eq!(first_refusal(&mut matcher(&empty), "1"), Some(0));
+}
+
+#[test]
 fn schemas_it_cannot_follow_are_refused_with_the_reason() {
     for (schema, words) in [
         (json!({"type": "array", "prefixItems": [{}]}), "prefixItems"),
@@ -210,6 +229,8 @@ fn schemas_it_cannot_follow_are_refused_with_the_reason() {
             "{schema}: {err:?}"
         );
     }
+    let many: Vec<Value> = (0..65).map(|_| json!({"type": "string"})).collect();
+    assert!(JsonShape::compile(&json!({"anyOf": many})).is_err());
     let mut deep = json!({});
     for _ in 0..100 {
         deep = json!({"type": "array", "items": deep});
