@@ -130,3 +130,102 @@ fn schemas_it_cannot_follow_are_a_400_naming_the_field() {
         );
     }
 }
+
+fn weather_tools() -> Value {
+    json!([
+        {"type": "function", "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
+                "required": ["city", "unit"],
+            },
+        }},
+        {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}},
+    ])
+}
+
+/// `tool_choice: "required"` or a named function makes a 270M model, which
+/// left alone answers in prose, call a tool: streamed or not, sampled or
+/// greedy, the answer is a tool call the client can parse.
+#[test]
+fn tool_choice_forces_a_call() {
+    let Some(gemma) = serve_common::gemma() else {
+        return;
+    };
+    let server = Server::start_engine(&gemma, &["--parallel", "2", "--ctx-size", "1024"]);
+    let ask = |choice: Value, temperature: f64| {
+        json!({
+            "messages": [{"role": "user", "content": "What's the weather like in Paris today?"}],
+            "tools": weather_tools(),
+            "tool_choice": choice,
+            "max_tokens": 96,
+            "temperature": temperature,
+            "seed": 5,
+        })
+    };
+    let named = json!({"type": "function", "function": {"name": "get_weather"}});
+    for (choice, temperature) in [(json!("required"), 0.0), (named.clone(), 0.0), (named, 1.0)] {
+        let answer = chat(&server, &ask(choice.clone(), temperature));
+        let choice0 = &answer["choices"][0];
+        assert_eq!(choice0["finish_reason"], "tool_calls", "{choice}: {answer}");
+        let call = &choice0["message"]["tool_calls"][0]["function"];
+        let name = call["name"].as_str().unwrap_or_else(|| panic!("{answer}"));
+        assert!(["get_weather", "get_time"].contains(&name), "{answer}");
+        let arguments: Value = serde_json::from_str(call["arguments"].as_str().unwrap_or(""))
+            .unwrap_or_else(|e| panic!("{answer}: {e}"));
+        assert!(arguments.is_object(), "{answer}");
+        if choice["type"] == "function" {
+            assert_eq!(name, "get_weather", "{answer}");
+            assert!(arguments["city"].is_string(), "{answer}");
+            assert!(
+                ["celsius", "fahrenheit"].contains(&arguments["unit"].as_str().unwrap_or("")),
+                "{answer}"
+            );
+        }
+    }
+
+    // Streamed: the call arrives as tool_calls deltas, none as content.
+    let mut body = ask(json!("required"), 0.7);
+    body["stream"] = json!(true);
+    let response = server.request("POST", "/v1/chat/completions", &body.to_string());
+    assert_eq!(response.status, 200, "{}", response.text());
+    let chunks: Vec<Value> = response
+        .text()
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter(|data| *data != "[DONE]")
+        .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+        .collect();
+    let content: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert!(content.trim().is_empty(), "content leaked: {content:?}");
+    assert!(
+        chunks
+            .iter()
+            .any(|c| c["choices"][0]["delta"]["tool_calls"].is_array()),
+        "no tool_calls delta in {chunks:?}"
+    );
+    assert!(
+        chunks
+            .iter()
+            .any(|c| c["choices"][0]["finish_reason"] == "tool_calls"),
+        "{chunks:?}"
+    );
+
+    // A function that is not among the tools, or `required` without tools.
+    for body in [
+        json!({"messages": [{"role": "user", "content": "hi"}], "tools": weather_tools(),
+               "tool_choice": {"type": "function", "function": {"name": "launch_rocket"}}}),
+        json!({"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"}),
+        json!({"messages": [{"role": "user", "content": "hi"}], "tools": weather_tools(), "tool_choice": "sometimes"}),
+    ] {
+        let response = server.request("POST", "/v1/chat/completions", &body.to_string());
+        assert_eq!(response.status, 400, "{body}: {}", response.text());
+        assert_eq!(response.json()["error"]["param"], "tool_choice", "{body}");
+    }
+    server.wait_idle();
+}

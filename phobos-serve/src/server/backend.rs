@@ -5,12 +5,10 @@
 //! from a prompt while reusing the prefix it already holds, and advance
 //! several slots by one token in one batched forward pass.
 
-use std::sync::Arc;
-
 use phobos_models::chat::ChatTemplate;
 use phobos_models::tokenizer::Tokenizer;
 
-use super::json_format::JsonShape;
+use super::json_format::JsonFormat;
 
 /// An engine error, reported to the client of the request that hit it as a
 /// 500 (the server keeps running and frees the slot).
@@ -42,8 +40,9 @@ pub struct SamplingParams {
     pub top_logprobs: u32,
     /// Report the chosen token's log-probability.
     pub logprobs: bool,
-    /// `response_format`'s JSON constraint, if the request set one.
-    pub json_shape: Option<Arc<JsonShape>>,
+    /// The output's JSON constraint (`response_format`, or a tool call
+    /// `tool_choice` demands), if the request has one.
+    pub json_format: Option<JsonFormat>,
 }
 
 /// A token with its natural-log probability under the (unmodified) model

@@ -189,7 +189,7 @@ impl InferenceBackend for EngineBackend {
             // The penalties look at the prompt too, as llama.cpp's do.
             slot.sampler = sampler_for(params);
             slot.sampler.accept(prompt);
-            slot.json = params.json_shape.clone().map(JsonConstraint::new);
+            slot.json = params.json_format.clone().map(JsonConstraint::new);
         }
         Ok(reused)
     }

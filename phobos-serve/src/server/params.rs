@@ -2,13 +2,11 @@
 //! fields are ignored (clients send vendor extensions); known ones must have
 //! the right type and range.
 
-use std::sync::Arc;
-
 use serde_json::{Map, Value};
 
 use super::backend::SamplingParams;
 use super::error::ApiError;
-use super::json_format::JsonShape;
+use super::json_format::{JsonFormat, JsonShape};
 
 /// Server-wide defaults for sampling (the `serve` flags); request fields
 /// override them.
@@ -187,13 +185,13 @@ const MAX_STOP_LEN: usize = 256;
 /// `response_format`: `text` (or absent) leaves output free; `json_object`
 /// constrains it to a JSON object; `json_schema` to JSON of the schema in
 /// `json_schema.schema` (any JSON object when it has none).
-fn response_format(fields: &Fields<'_>) -> Result<Option<Arc<JsonShape>>, ApiError> {
+fn response_format(fields: &Fields<'_>) -> Result<Option<JsonFormat>, ApiError> {
     let Some(format) = fields.object("response_format")? else {
         return Ok(None);
     };
     match format.string("type")? {
         Some("text") => Ok(None),
-        Some("json_object") => Ok(Some(Arc::new(JsonShape::any_object()))),
+        Some("json_object") => Ok(Some(JsonFormat::plain(JsonShape::any_object()))),
         Some("json_schema") => {
             let spec = format.object("json_schema")?.ok_or_else(|| {
                 ApiError::invalid(
@@ -207,7 +205,7 @@ fn response_format(fields: &Fields<'_>) -> Result<Option<Arc<JsonShape>>, ApiErr
                     ApiError::invalid("response_format", format!("'json_schema.schema': {e}"))
                 })?,
             };
-            Ok(Some(Arc::new(shape)))
+            Ok(Some(JsonFormat::plain(shape)))
         }
         other => Err(ApiError::invalid(
             "response_format",
@@ -277,7 +275,7 @@ pub fn common_params(
         Some(options) => options.boolean("include_usage")?.unwrap_or(false),
         None => false,
     };
-    let json_shape = response_format(fields)?;
+    let json_format = response_format(fields)?;
     let float = |name: &str, min: f64, max: f64, default: f32| -> Result<f32, ApiError> {
         Ok(fields.number(name, min, max)?.map_or(default, |v| v as f32))
     };
@@ -308,7 +306,7 @@ pub fn common_params(
         },
         logprobs: false,
         top_logprobs: 0,
-        json_shape,
+        json_format,
     };
     Ok(CommonParams {
         sampling,

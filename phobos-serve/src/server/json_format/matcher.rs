@@ -225,12 +225,6 @@ impl JsonMatcher {
         }
     }
 
-    /// Feeds every byte of `bytes`; false (and a matcher in an unspecified
-    /// state) at the first one refused.
-    pub fn feed_all(&mut self, bytes: &[u8]) -> bool {
-        !bytes.is_empty() && bytes.iter().all(|&b| self.feed(b))
-    }
-
     /// Feeds one byte; false if no text of the shape continues with it.
     pub fn feed(&mut self, b: u8) -> bool {
         let whitespace = matches!(b, b' ' | b'\t' | b'\n' | b'\r');

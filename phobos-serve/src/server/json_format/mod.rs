@@ -8,16 +8,17 @@
 //! and the fallback one pass over the vocabulary. End-of-generation tokens
 //! are allowed exactly when the value is complete, and nothing else then.
 
+mod framed;
 mod matcher;
 mod schema;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
-
 use phobos_models::sample::{SampledToken, Sampler};
 use phobos_models::tokenizer::Tokenizer;
 
+use framed::FramedMatcher;
+pub use framed::{Alternative, JsonFormat, MAX_ALTERNATIVES};
 pub use matcher::JsonMatcher;
 pub use schema::JsonShape;
 
@@ -57,8 +58,8 @@ impl TokenPieces {
 /// A request's constraint in a slot: the matcher over what it generated.
 #[derive(Debug, Clone)]
 pub struct JsonConstraint {
-    matcher: JsonMatcher,
-    scratch: JsonMatcher,
+    matcher: FramedMatcher,
+    scratch: FramedMatcher,
 }
 
 /// No token can continue the text (a model whose vocabulary cannot spell
@@ -68,8 +69,8 @@ pub struct JsonConstraint {
 pub struct NoAllowedToken;
 
 impl JsonConstraint {
-    pub fn new(shape: Arc<JsonShape>) -> Self {
-        let matcher = JsonMatcher::new(shape);
+    pub fn new(format: JsonFormat) -> Self {
+        let matcher = FramedMatcher::new(format);
         Self {
             scratch: matcher.clone(),
             matcher,

@@ -9,9 +9,11 @@ use serde_json::{Value, json};
 
 use super::body::JsonBody;
 use super::respond::{Choice, ChoiceFormat, Envelope, Fields as RespondFields, fields, respond};
+use super::tool_choice::ToolChoice;
 use crate::server::backend::ModelInfo;
 use crate::server::error::ApiError;
 use crate::server::generate::{Generation, TokenLogprobs, new_id};
+use crate::server::json_format::JsonFormat;
 use crate::server::params::{Fields, common_params};
 use crate::server::state::AppState;
 use crate::server::text::markup::{MarkupParser, Piece};
@@ -22,6 +24,8 @@ pub struct ChatPrompt {
     pub tools: bool,
     /// The generation prompt already opened a reasoning block.
     pub in_reasoning: bool,
+    /// The tool call `tool_choice` demands, as an output constraint.
+    pub forced_call: Option<JsonFormat>,
 }
 
 /// Renders `messages` (and `tools`) through the model's own chat template.
@@ -59,7 +63,8 @@ pub fn render_chat(model: &dyn ModelInfo, fields: &Fields<'_>) -> Result<ChatPro
         };
         messages.push(message);
     }
-    let choice_none = matches!(fields.get("tool_choice"), Some(Value::String(s)) if s == "none");
+    let choice = ToolChoice::parse(fields.get("tool_choice"))?;
+    let choice_none = choice == ToolChoice::None;
     let mut tools = Vec::new();
     if let Some(items) = fields.array("tools")? {
         for (index, tool) in items.iter().enumerate() {
@@ -105,10 +110,12 @@ pub fn render_chat(model: &dyn ModelInfo, fields: &Fields<'_>) -> Result<ChatPro
         ))
     })?;
     let in_reasoning = text.trim_end().ends_with("<think>");
+    let forced_call = choice.forced_call(&tools, in_reasoning)?;
     Ok(ChatPrompt {
         text,
         tools: !tools.is_empty(),
         in_reasoning,
+        forced_call,
     })
 }
 
@@ -149,6 +156,9 @@ pub async fn chat_completions(
         params.sampling.top_logprobs = top as u32;
     }
     let prompt = render_chat(&*model, &fields)?;
+    if let Some(call) = prompt.forced_call.clone() {
+        params.sampling.json_format = Some(call);
+    }
     let ids = tokenize_prompt(&*model, &prompt.text)?;
     let format = ChatFormat::new(
         MarkupParser::new(prompt.tools, prompt.in_reasoning),

@@ -7,6 +7,7 @@ mod chat;
 mod completions;
 mod misc;
 mod respond;
+mod tool_choice;
 
 use std::sync::Arc;
 use std::time::Instant;
