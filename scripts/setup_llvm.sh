@@ -30,3 +30,21 @@ if [ ! -x "$prefix/bin/mlir-tblgen" ] && [ ! -x "$prefix/bin/llvm-config" ]; the
     exit 1
 fi
 echo "setup_llvm: LLVM/MLIR 22 at $prefix"
+
+# A user's own crate that depends on `phobos` (default features) is built
+# outside this repository, where its .cargo/config.toml does not apply:
+# tell cargo itself where LLVM 22 is, once, in $CARGO_HOME/config.toml,
+# unless the user already set either variable there.
+cargo_config="${CARGO_HOME:-$HOME/.cargo}/config.toml"
+if ! grep -qs 'MLIR_SYS_220_PREFIX\|TABLEGEN_220_PREFIX' "$cargo_config"; then
+    mkdir -p "$(dirname "$cargo_config")"
+    # Tables, as this repository's own .cargo/config.toml writes them: cargo
+    # cannot merge a string with a table under the same key.
+    entries="MLIR_SYS_220_PREFIX = { value = \"$prefix\" }\nTABLEGEN_220_PREFIX = { value = \"$prefix\" }"
+    if grep -qs '^\[env\][[:space:]]*$' "$cargo_config"; then
+        sed -i "/^\[env\][[:space:]]*\$/a $entries" "$cargo_config"
+    else
+        printf '\n# Added by Phobos scripts/setup_llvm.sh: where mlir-sys and tblgen find LLVM/MLIR 22.\n[env]\n%b\n' "$entries" >> "$cargo_config"
+    fi
+    echo "setup_llvm: set MLIR_SYS_220_PREFIX and TABLEGEN_220_PREFIX in $cargo_config"
+fi

@@ -21,8 +21,8 @@ fn a_crate_outside_the_workspace_builds_with_default_features_and_runs() {
     build_and_run("tests/outside-crate");
 }
 
-/// Quantized operands are host-only for now (SPEC.md §14), so their crate
-/// depends on `phobos` without default features.
+/// The same without default features (no LLVM, no PTX): quantized
+/// contractions in ggml's and the exact form, and the mixed-sign dot.
 #[test]
 fn a_host_only_crate_with_quantized_operands_builds_and_runs() {
     build_and_run("tests/outside-crate-host");

@@ -116,3 +116,79 @@ fn logprobs_are_the_model_distribution_and_seeds_repeat() {
     assert_eq!(first, second, "the same seed sampled different answers");
     server.wait_idle();
 }
+
+/// `n` choices per prompt, in OpenAI's order, each its own sample (seeded:
+/// repeatable); `logit_bias` bans or forces tokens.
+#[test]
+fn n_choices_and_logit_bias() {
+    let Some(gemma) = serve_common::gemma() else {
+        return;
+    };
+    let server = Server::start_engine(&gemma, &["--parallel", "4", "--ctx-size", "512"]);
+    let body = json!({"prompt": [PROMPTS[2], PROMPTS[3]], "n": 3, "max_tokens": 12,
+                      "temperature": 1.0, "seed": 11});
+    let answer = complete(&server, &body);
+    let choices = answer["choices"].as_array().unwrap();
+    assert_eq!(choices.len(), 6, "{answer}");
+    for (i, choice) in choices.iter().enumerate() {
+        assert_eq!(choice["index"], i, "{answer}");
+    }
+    let texts: Vec<&str> = choices
+        .iter()
+        .map(|c| c["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        texts[..3].iter().any(|t| *t != texts[0]),
+        "three samples of one prompt were identical: {texts:?}"
+    );
+    let again = complete(&server, &body);
+    assert_eq!(answer["choices"], again["choices"], "seeded choices repeat");
+
+    let chat = json!({"messages": [{"role": "user", "content": "Name a color."}], "n": 2,
+                      "max_tokens": 6, "temperature": 0});
+    let response = server.request("POST", "/v1/chat/completions", &chat.to_string());
+    assert_eq!(response.status, 200, "{}", response.text());
+    let answer = response.json();
+    assert_eq!(
+        answer["choices"].as_array().map(Vec::len),
+        Some(2),
+        "{answer}"
+    );
+    assert_eq!(answer["choices"][1]["index"], 1, "{answer}");
+    // One prompt, counted once however many choices it has (as OpenAI).
+    let prompt_only = json!({"messages": [{"role": "user", "content": "Name a color."}],
+                             "max_tokens": 6, "temperature": 0});
+    let single = server.request("POST", "/v1/chat/completions", &prompt_only.to_string());
+    assert_eq!(
+        answer["usage"]["prompt_tokens"],
+        single.json()["usage"]["prompt_tokens"],
+        "{answer}"
+    );
+
+    // Greedy's first token, banned, is never produced; another, forced.
+    let greedy_body = json!({"prompt": PROMPTS[0], "max_tokens": 1, "temperature": 0,
+                             "logprobs": 1});
+    let first = complete(&server, &greedy_body);
+    let token = first["choices"][0]["text"].as_str().unwrap().to_owned();
+    let tokenized = server.request("POST", "/tokenize", &json!({"content": token}).to_string());
+    let id = tokenized.json()["tokens"][0].as_u64().unwrap();
+    let mut banned = greedy_body.clone();
+    banned["logit_bias"] = json!({ id.to_string(): -100 });
+    let answer = complete(&server, &banned);
+    assert_ne!(
+        answer["choices"][0]["text"].as_str(),
+        Some(token.as_str()),
+        "{answer}"
+    );
+    let mut forced = json!({"prompt": PROMPTS[0], "max_tokens": 3, "temperature": 0});
+    forced["logit_bias"] = json!({"236770": 100});
+    let answer = complete(&server, &forced);
+    let text = answer["choices"][0]["text"].as_str().unwrap();
+    let detok = server.request(
+        "POST",
+        "/detokenize",
+        &json!({"tokens": [236770, 236770, 236770]}).to_string(),
+    );
+    assert_eq!(text, detok.json()["content"].as_str().unwrap(), "{answer}");
+    server.wait_idle();
+}

@@ -400,8 +400,8 @@ fn cases() -> Vec<Case> {
             400,
         ),
         case(
-            "n of 3",
-            chat(r#"{"messages": [{"role": "user", "content": "hi"}], "n": 3}"#),
+            "n of 17",
+            chat(r#"{"messages": [{"role": "user", "content": "hi"}], "n": 17}"#),
             400,
         ),
         case(

@@ -63,6 +63,25 @@ def chat_stream(client, model):
     check("stream.no_usage", all(c.usage is None and c.choices for c in chunks))
 
 
+def choices_n(client, model):
+    hi = [{"role": "user", "content": "hi"}]
+    one = client.chat.completions.create(model=model, messages=hi, temperature=0)
+    r = client.chat.completions.create(model=model, messages=hi, temperature=0, n=3, logit_bias={"0": -1})
+    check("n.choices", [c.index for c in r.choices] == [0, 1, 2]
+          and all(c.message.content == GREETING for c in r.choices), r.choices)
+    check("n.usage", r.usage.prompt_tokens == one.usage.prompt_tokens
+          and r.usage.completion_tokens == 3 * one.usage.completion_tokens, r.usage)
+    texts = {}
+    finishes = {}
+    for chunk in client.chat.completions.create(model=model, messages=hi, n=2, stream=True):
+        for c in chunk.choices:
+            texts[c.index] = texts.get(c.index, "") + (c.delta.content or "")
+            if c.finish_reason:
+                finishes[c.index] = c.finish_reason
+    check("n.stream", texts == {0: GREETING, 1: GREETING} and finishes == {0: "stop", 1: "stop"},
+          (texts, finishes))
+
+
 def stops_and_limits(client, model):
     story = [{"role": "user", "content": "tell me a story"}]
     r = client.chat.completions.create(model=model, messages=story)
@@ -224,7 +243,7 @@ def models_endpoint(client, model):
 
 def errors(client, model):
     cases = [
-        ("error.n", dict(model=model, messages=[{"role": "user", "content": "hi"}], n=2), openai.BadRequestError),
+        ("error.n", dict(model=model, messages=[{"role": "user", "content": "hi"}], n=17), openai.BadRequestError),
         ("error.temperature", dict(model=model, messages=[{"role": "user", "content": "hi"}], temperature=9),
          openai.BadRequestError),
         ("error.model", dict(model="no-such-model", messages=[{"role": "user", "content": "hi"}]),
@@ -296,7 +315,7 @@ def main():
     parser.add_argument("--tools-model", required=True)
     args = parser.parse_args()
     client = OpenAI(base_url=args.base_url, api_key=args.api_key, max_retries=0)
-    for test in (chat_plain, chat_stream, stops_and_limits, reasoning_and_unicode, logprobs, completions,
+    for test in (chat_plain, chat_stream, choices_n, stops_and_limits, reasoning_and_unicode, logprobs, completions,
                  completions_prompts, json_mode, models_endpoint, errors):
         test(client, args.model)
     tools_client = OpenAI(base_url=args.tools_base_url, api_key="unused", max_retries=0)

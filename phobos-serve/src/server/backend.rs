@@ -43,6 +43,8 @@ pub struct SamplingParams {
     /// The output's JSON constraint (`response_format`, or a tool call
     /// `tool_choice` demands), if the request has one.
     pub json_format: Option<JsonFormat>,
+    /// `logit_bias`: added to these tokens' logits before sampling.
+    pub logit_bias: Vec<(u32, f32)>,
 }
 
 /// A token with its natural-log probability under the (unmodified) model

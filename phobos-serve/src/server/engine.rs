@@ -206,6 +206,11 @@ impl InferenceBackend for EngineBackend {
                     "a slot was stepped before its prompt was ingested".into(),
                 ));
             }
+            for &(id, bias) in &params.logit_bias {
+                if let Some(logit) = slot.logits.get_mut(id as usize) {
+                    *logit += bias;
+                }
+            }
             let wants_logprobs = params.logprobs || params.top_logprobs > 0;
             let n_top = params.top_logprobs as usize;
             let sampled = match &mut slot.json {

@@ -173,10 +173,37 @@ pub struct CommonParams {
     pub stop: Vec<String>,
     pub stream: bool,
     pub include_usage: bool,
+    /// Choices per prompt (`n`), generated side by side.
+    pub n_choices: usize,
     /// llama-server's `ignore_eos`: generate up to the limit even past the
     /// model's end-of-generation token (benchmarks of fixed length).
     pub ignore_eos: bool,
 }
+
+impl CommonParams {
+    /// The sampling of each of the `n` choices: the request's, with seeds
+    /// `seed`, `seed + 1`, ... (from one random seed when it set none), so
+    /// the choices differ and a seeded request repeats.
+    pub fn choice_sampling(&self) -> Vec<SamplingParams> {
+        if self.n_choices == 1 {
+            return vec![self.sampling.clone()];
+        }
+        let base = self.sampling.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+        (0..self.n_choices as u64)
+            .map(|i| SamplingParams {
+                seed: Some(base.wrapping_add(i)),
+                ..self.sampling.clone()
+            })
+            .collect()
+    }
+}
+
+/// At most this many choices per prompt (`n`).
+pub const MAX_CHOICES: u64 = 16;
 
 /// At most this many stop strings, each at most this long.
 const MAX_STOPS: usize = 16;
@@ -216,10 +243,35 @@ fn response_format(fields: &Fields<'_>) -> Result<Option<JsonFormat>, ApiError> 
     }
 }
 
+/// OpenAI's `logit_bias`: token id (as a string) to a bias in [-100, 100]
+/// added to that token's logit before sampling.
+fn logit_bias(fields: &Fields<'_>, n_vocab: usize) -> Result<Vec<(u32, f32)>, ApiError> {
+    let Some(map) = fields.object("logit_bias")? else {
+        return Ok(Vec::new());
+    };
+    map.0
+        .iter()
+        .map(|(key, value)| {
+            let id = key.parse::<u32>().ok().filter(|&id| (id as usize) < n_vocab);
+            let bias = value.as_f64().filter(|b| (-100.0..=100.0).contains(b));
+            match (id, bias) {
+                (Some(id), Some(bias)) => Ok((id, bias as f32)),
+                _ => Err(ApiError::invalid(
+                    "logit_bias",
+                    format!(
+                        "'logit_bias' maps token ids below the vocabulary size {n_vocab} to numbers in [-100, 100]; got {key:?}: {value}"
+                    ),
+                )),
+            }
+        })
+        .collect()
+}
+
 pub fn common_params(
     fields: &Fields<'_>,
     defaults: &SamplingDefaults,
     model_id: &str,
+    n_vocab: usize,
 ) -> Result<CommonParams, ApiError> {
     if let Some(model) = fields.string("model")?
         && !model.is_empty()
@@ -234,14 +286,7 @@ pub fn common_params(
             )
         });
     }
-    if let Some(n) = fields.integer("n", 0, u64::MAX)?
-        && n != 1
-    {
-        return Err(ApiError::invalid(
-            "n",
-            format!("'n' must be 1 (one choice per request), got {n}"),
-        ));
-    }
+    let n_choices = fields.integer("n", 1, MAX_CHOICES)?.unwrap_or(1) as usize;
     let max_tokens = match fields.integer("max_completion_tokens", 1, u32::MAX as u64)? {
         Some(n) => Some(n),
         None => fields.integer("max_tokens", 1, u32::MAX as u64)?,
@@ -307,6 +352,7 @@ pub fn common_params(
         logprobs: false,
         top_logprobs: 0,
         json_format,
+        logit_bias: logit_bias(fields, n_vocab)?,
     };
     Ok(CommonParams {
         sampling,
@@ -314,6 +360,7 @@ pub fn common_params(
         stop,
         stream,
         include_usage,
+        n_choices,
         ignore_eos: fields.boolean("ignore_eos")?.unwrap_or(false),
     })
 }
@@ -338,7 +385,7 @@ mod tests {
 
     fn parse(body: &str) -> Result<CommonParams, ApiError> {
         let map = Fields::parse_body(body.as_bytes())?;
-        common_params(&Fields(&map), &defaults(), "m")
+        common_params(&Fields(&map), &defaults(), "m", 100)
     }
 
     #[test]
@@ -376,7 +423,12 @@ mod tests {
             (r#"{"temperature": 3}"#, "temperature"),
             (r#"{"top_p": 0}"#, "top_p"),
             (r#"{"top_k": -1}"#, "top_k"),
-            (r#"{"n": 2}"#, "n"),
+            (r#"{"n": 0}"#, "n"),
+            (r#"{"n": 17}"#, "n"),
+            (r#"{"logit_bias": {"100": 1}}"#, "logit_bias"),
+            (r#"{"logit_bias": {"x": 1}}"#, "logit_bias"),
+            (r#"{"logit_bias": {"5": 101}}"#, "logit_bias"),
+            (r#"{"logit_bias": {"5": "1"}}"#, "logit_bias"),
             (r#"{"max_tokens": 0}"#, "max_tokens"),
             (r#"{"stop": [1]}"#, "stop"),
             (r#"{"stream": "yes"}"#, "stream"),

@@ -2,9 +2,15 @@
 //! `phobos` (default features): built, run on the host, and checked against
 //! plain Rust. Prints `ok` when every value matches.
 
-use phobos::{Device, Result};
+use phobos::quant::Q8_0;
+use phobos::{Device, QTensor, Result, f16};
 
 phobos::kernel! {
+    // A GGUF-quantized operand, decoded in place (PTX too: SPEC.md §14).
+    kernel q8_dequant(W: tensor<q8_0>[2, 64], Y: tensor<f32>[2, 64]) {
+        Y[:, :] = dequant(W[:, :])
+    }
+
     // Integer operators, tile and scalar forms.
     kernel int_ops(a: tensor<i32>[4], b: tensor<i32>[4], out: tensor<i32>[16, 4], s: tensor<i32>[16]) {
         let x = a[0 :+ 4]
@@ -143,8 +149,31 @@ fn main() -> Result<()> {
         assert!(same(s.to_vec()?[0], FA[1] % FB[1]), "scalar fmod");
     }
 
+    // Q8_0: per 32-value block an f16 scale then 32 i8 levels; a value is
+    // scale * level.
+    let mut bytes = Vec::new();
+    let mut want = Vec::new();
+    for block in 0..4 {
+        let scale = f16::from_f32(0.25 * (block + 1) as f32);
+        bytes.extend_from_slice(&scale.to_le_bytes());
+        for j in 0..32i32 {
+            let level = (block * 61 + j * 9) % 255 - 127;
+            bytes.push(level as i8 as u8);
+            want.push(scale.to_f32() * level as f32);
+        }
+    }
+    let w = QTensor::<Q8_0>::borrowed(&bytes, [2, 64])?;
+    let mut y = d.zeros::<f32>([2, 64])?;
+    q8_dequant::launch(&d, &w, &mut y)?;
+    assert_eq!(y.to_vec()?, want, "dequant(q8_0)");
+
     // Every kernel was also compiled to PTX at build time (feature `ptx`).
-    for artifact in [&int_ops::ARTIFACT, &float_ops::ARTIFACT, &float_rem::ARTIFACT] {
+    for artifact in [
+        &int_ops::ARTIFACT,
+        &float_ops::ARTIFACT,
+        &float_rem::ARTIFACT,
+        &q8_dequant::ARTIFACT,
+    ] {
         assert!(artifact.ptx_built && !artifact.variants.is_empty(), "no PTX embedded");
         for v in artifact.variants {
             assert!(v.ptx().is_ok_and(|ptx| ptx.contains(".entry")), "PTX of {}", artifact.name);

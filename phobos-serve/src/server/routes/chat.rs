@@ -144,7 +144,12 @@ pub async fn chat_completions(
     let loaded = state.loaded()?;
     let model = loaded.model.clone();
     let fields = Fields(&body);
-    let mut params = common_params(&fields, &state.defaults, model.model_id())?;
+    let mut params = common_params(
+        &fields,
+        &state.defaults,
+        model.model_id(),
+        model.tokenizer().n_tokens(),
+    )?;
     params.sampling.logprobs = fields.boolean("logprobs")?.unwrap_or(false);
     if let Some(top) = fields.integer("top_logprobs", 0, 20)? {
         if !params.sampling.logprobs {
@@ -160,22 +165,26 @@ pub async fn chat_completions(
         params.sampling.json_format = Some(call);
     }
     let ids = tokenize_prompt(&*model, &prompt.text)?;
-    let format = ChatFormat::new(
-        MarkupParser::new(prompt.tools, prompt.in_reasoning),
-        params.sampling.logprobs,
-    );
-    let generation = Generation::start(
-        model.clone(),
-        &loaded.scheduler,
-        ids,
-        params.sampling,
-        params.max_tokens,
-        params.stop,
-        params.ignore_eos,
-    )?;
+    let mut choices = Vec::with_capacity(params.n_choices);
+    for sampling in params.choice_sampling() {
+        let format = ChatFormat::new(
+            MarkupParser::new(prompt.tools, prompt.in_reasoning),
+            params.sampling.logprobs,
+        );
+        let generation = Generation::start(
+            model.clone(),
+            &loaded.scheduler,
+            ids.clone(),
+            sampling,
+            params.max_tokens,
+            params.stop.clone(),
+            params.ignore_eos,
+        )?;
+        choices.push(Choice { generation, format });
+    }
     respond(
-        Envelope::chat(model.model_id()),
-        vec![Choice { generation, format }],
+        Envelope::chat(model.model_id()).with_choices_per_prompt(params.n_choices),
+        choices,
         params.stream,
         params.include_usage,
     )

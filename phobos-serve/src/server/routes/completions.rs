@@ -28,7 +28,12 @@ pub async fn completions(
     let loaded = state.loaded()?;
     let model = loaded.model.clone();
     let fields = Fields(&body);
-    let mut params = common_params(&fields, &state.defaults, model.model_id())?;
+    let mut params = common_params(
+        &fields,
+        &state.defaults,
+        model.model_id(),
+        model.tokenizer().n_tokens(),
+    )?;
     // Completions' `logprobs` is how many alternatives to report (0..=5).
     if let Some(n) = fields.integer("logprobs", 0, 5)? {
         params.sampling.logprobs = true;
@@ -57,25 +62,32 @@ pub async fn completions(
         ));
     }
     let prompts = parse_prompts(&*model, fields.get("prompt"))?;
-    let mut choices = Vec::with_capacity(prompts.len());
+    // OpenAI's order: the `n` choices of the first prompt, then the next's.
+    let mut choices = Vec::with_capacity(prompts.len() * params.n_choices);
     for prompt in prompts {
-        let generation = Generation::start(
-            model.clone(),
-            &loaded.scheduler,
-            prompt.ids,
-            params.sampling.clone(),
-            params.max_tokens,
-            params.stop.clone(),
-            params.ignore_eos,
-        )?;
-        let echo_text = if echo { prompt.text } else { String::new() };
-        choices.push(Choice {
-            generation,
-            format: TextFormat::new(echo_text, params.sampling.logprobs),
-        });
+        for sampling in params.choice_sampling() {
+            let generation = Generation::start(
+                model.clone(),
+                &loaded.scheduler,
+                prompt.ids.clone(),
+                sampling,
+                params.max_tokens,
+                params.stop.clone(),
+                params.ignore_eos,
+            )?;
+            let echo_text = if echo {
+                prompt.text.clone()
+            } else {
+                String::new()
+            };
+            choices.push(Choice {
+                generation,
+                format: TextFormat::new(echo_text, params.sampling.logprobs),
+            });
+        }
     }
     respond(
-        Envelope::text(model.model_id()),
+        Envelope::text(model.model_id()).with_choices_per_prompt(params.n_choices),
         choices,
         params.stream,
         params.include_usage,

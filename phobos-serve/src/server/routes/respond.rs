@@ -55,6 +55,8 @@ pub struct Envelope {
     model: String,
     object: &'static str,
     chunk_object: &'static str,
+    /// `n`: consecutive choices share one prompt, counted once in usage.
+    choices_per_prompt: usize,
 }
 
 impl Envelope {
@@ -79,7 +81,33 @@ impl Envelope {
             model: model.to_owned(),
             object,
             chunk_object,
+            choices_per_prompt: 1,
         }
+    }
+
+    /// Each prompt's `n` choices are consecutive in the response.
+    pub fn with_choices_per_prompt(mut self, n_choices: usize) -> Self {
+        self.choices_per_prompt = n_choices.max(1);
+        self
+    }
+
+    /// Usage over every choice: OpenAI counts each prompt of a multi-prompt
+    /// request once, however many choices it has, and every completion.
+    fn usage<'a>(&self, generations: impl Iterator<Item = &'a Generation>) -> Value {
+        let (mut prompt, mut completion, mut cached) = (0, 0, 0);
+        for (index, generation) in generations.enumerate() {
+            if index % self.choices_per_prompt == 0 {
+                prompt += generation.prompt_tokens;
+                cached += generation.cached_tokens;
+            }
+            completion += generation.completion_tokens;
+        }
+        json!({
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        })
     }
 
     fn body(&self, object: &str, choices: Vec<Value>) -> Map<String, Value> {
@@ -112,23 +140,6 @@ impl Envelope {
         }
         SseEvent::default().data(Value::Object(body).to_string())
     }
-}
-
-/// Usage over every choice: OpenAI counts each prompt of a multi-prompt
-/// request.
-fn usage<'a>(generations: impl Iterator<Item = &'a Generation>) -> Value {
-    let (mut prompt, mut completion, mut cached) = (0, 0, 0);
-    for generation in generations {
-        prompt += generation.prompt_tokens;
-        completion += generation.completion_tokens;
-        cached += generation.cached_tokens;
-    }
-    json!({
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": cached},
-    })
 }
 
 pub fn engine_error(message: String) -> ApiError {
@@ -166,7 +177,10 @@ async fn complete<F: ChoiceFormat>(
     )
     .await?;
     let mut body = envelope.body(envelope.object, bodies);
-    body.insert("usage".into(), usage(choices.iter().map(|c| &c.generation)));
+    body.insert(
+        "usage".into(),
+        envelope.usage(choices.iter().map(|c| &c.generation)),
+    );
     Ok(axum::Json(Value::Object(body)).into_response())
 }
 
@@ -256,7 +270,10 @@ async fn pump<F: ChoiceFormat>(
     }
     if include_usage {
         let mut body = envelope.body(envelope.chunk_object, Vec::new());
-        body.insert("usage".into(), usage(choices.iter().map(|c| &c.generation)));
+        body.insert(
+            "usage".into(),
+            envelope.usage(choices.iter().map(|c| &c.generation)),
+        );
         let event = SseEvent::default().data(Value::Object(body).to_string());
         if tx.send(Ok(event)).await.is_err() {
             return;
