@@ -488,6 +488,19 @@ fn cases() -> Vec<Case> {
             400,
         ),
         case(
+            "completions: prompts x n over the cap",
+            Send::Request(
+                "POST",
+                "/v1/completions",
+                format!(
+                    r#"{{"prompt": {}, "n": 16}}"#,
+                    serde_json::json!(vec!["x"; 5])
+                ),
+                &[],
+            ),
+            400,
+        ),
+        case(
             "completions too many prompts",
             Send::Request(
                 "POST",

@@ -20,6 +20,8 @@ use crate::server::state::AppState;
 
 /// Prompts one request may carry (each takes a queue place).
 const MAX_PROMPTS: usize = 32;
+/// At most this many completions (prompts x `n`) per request.
+const MAX_GENERATIONS: usize = 64;
 
 pub async fn completions(
     State(state): State<Arc<AppState>>,
@@ -53,15 +55,32 @@ pub async fn completions(
             "'suffix' (fill in the middle) is not supported; leave it out",
         ));
     }
+    // `best_of` above `n` would generate candidates and return the best
+    // `n`; only the plain case (every candidate returned) is served.
     if let Some(best_of) = fields.integer("best_of", 0, u64::MAX)?
         && best_of != 1
+        && best_of != params.n_choices as u64
     {
         return Err(ApiError::invalid(
             "best_of",
-            format!("'best_of' must be 1, got {best_of}"),
+            format!(
+                "'best_of' must be 1 or equal to 'n' ({}), got {best_of}",
+                params.n_choices
+            ),
         ));
     }
     let prompts = parse_prompts(&*model, fields.get("prompt"))?;
+    let n_generations = prompts.len() * params.n_choices;
+    if n_generations > MAX_GENERATIONS {
+        return Err(ApiError::invalid(
+            "n",
+            format!(
+                "{} prompts x 'n' {} asks for {n_generations} completions; at most {MAX_GENERATIONS} per request",
+                prompts.len(),
+                params.n_choices
+            ),
+        ));
+    }
     // OpenAI's order: the `n` choices of the first prompt, then the next's.
     let mut choices = Vec::with_capacity(prompts.len() * params.n_choices);
     for prompt in prompts {
