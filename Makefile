@@ -23,10 +23,11 @@ test: setup
 	PHOBOS_PTXAS="$$(scripts/setup_ptxas.sh)" PHOBOS_REQUIRE_PTXAS=1 PHOBOS_TUNE=off \
 	PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --workspace --locked --no-fail-fast 2>&1 | tee "$$log" && \
 	scripts/check_test_counts.py "$$log"
-	# Kernels the PTX back end does not lower yet (the dtype table's f64
-	# transcendentals), the quantized-kernel suites (their PTX is assembled
-	# by build-support/tests/mlir_quant.rs) and the compile-fail suite (front-end
-	# errors; trybuild then builds no second LLVM) are built for the host only.
+	# Built for the host only: the dtype table (~150 kernels, the largest test
+	# crate; their PTX is checked by build-support's dtype_table test), the
+	# quantized-kernel suites (their PTX is assembled by
+	# build-support/tests/mlir_quant.rs) and the compile-fail suite (front-end
+	# errors; trybuild then builds no second LLVM).
 	PHOBOS_TUNE=off PHOBOS_REQUIRE_TEST_DATA=1 $(CARGO) test --locked -p phobos --no-default-features --test dtype_table --test quant_kernels --test quant_reference --test host_impl_quant --test compile_fail
 
 # Installs only what serving needs (build tools, Rust, python3 with pip),

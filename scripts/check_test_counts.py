@@ -47,9 +47,11 @@ REQUIRED = [
 ]
 
 # Suites built for the host only (quantized kernels run on the host; their
-# PTX is assembled by tests/mlir_quant.rs): under `ptx` they compile to zero
-# tests, and `make test` runs them again with `--no-default-features`.
+# PTX is assembled by tests/mlir_quant.rs; the dtype table's PTX is checked by
+# build-support's tests/dtype_table): under `ptx` they compile to zero tests,
+# and `make test` runs them again with `--no-default-features`.
 HOST_ONLY = {
+    ("tests/dtype_table/main.rs", "dtype_table"),
     ("tests/compile_fail.rs", "compile_fail"),
     ("tests/quant_kernels.rs", "quant_kernels"),
     ("tests/quant_reference.rs", "quant_reference"),

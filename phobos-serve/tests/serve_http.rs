@@ -448,6 +448,42 @@ fn cases() -> Vec<Case> {
         case("prompt over the context", chat(&long_prompt), 400),
         case("body over the size limit", chat(&big_body), 413),
         case(
+            "responses without input",
+            Send::Request("POST", "/v1/responses", r#"{"model": ""}"#.into(), &[]),
+            400,
+        ),
+        case(
+            "responses input nested garbage",
+            Send::Request(
+                "POST",
+                "/v1/responses",
+                r#"{"input": [{"type": "function_call_output", "call_id": 5, "output": [[]]}]}"#
+                    .into(),
+                &[],
+            ),
+            400,
+        ),
+        case(
+            "responses previous_response_id",
+            Send::Request(
+                "POST",
+                "/v1/responses",
+                r#"{"input": "hi", "previous_response_id": "resp_1"}"#.into(),
+                &[],
+            ),
+            400,
+        ),
+        case(
+            "responses over the context",
+            Send::Request(
+                "POST",
+                "/v1/responses",
+                format!(r#"{{"input": "{}"}}"#, "word ".repeat(3000)),
+                &[],
+            ),
+            400,
+        ),
+        case(
             "completions prompt an object",
             Send::Request(
                 "POST",

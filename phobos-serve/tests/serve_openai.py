@@ -306,6 +306,78 @@ def tool_round_trip(client, model):
     check("tools.none", r.choices[0].message.tool_calls is None, r.choices[0].message)
 
 
+def responses_api(client, model):
+    r = client.responses.create(model=model, input="hi", temperature=0)
+    check("responses.text", r.output_text == GREETING, r.output_text)
+    check("responses.object", r.object == "response" and r.id.startswith("resp_") and r.status == "completed", r)
+    check("responses.usage", r.usage.input_tokens > 0 and r.usage.output_tokens > 0
+          and r.usage.total_tokens == r.usage.input_tokens + r.usage.output_tokens, r.usage)
+    r = client.responses.create(model=model, instructions="Answer briefly.",
+                                input=[{"role": "user", "content": [{"type": "input_text", "text": "tell me a story"}]}])
+    check("responses.items_input", r.output_text == STORY and r.instructions == "Answer briefly.", r)
+    events = list(client.responses.create(model=model, input="hi", stream=True))
+    kinds = [e.type for e in events]
+    check("responses.stream_lifecycle", kinds[:2] == ["response.created", "response.in_progress"]
+          and kinds[-1] == "response.completed", kinds)
+    check("responses.stream_sequence", [e.sequence_number for e in events] == list(range(len(events))))
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    check("responses.stream_text", text == GREETING and events[-1].response.output_text == GREETING, text)
+    with client.responses.stream(model=model, input="tell me a story") as stream:
+        for _ in stream:
+            pass
+        final = stream.get_final_response()
+    check("responses.stream_helper", final.output_text == STORY, final.output_text)
+    r = client.responses.create(model=model, input="tell me a story", max_output_tokens=3)
+    check("responses.incomplete", r.status == "incomplete" and r.incomplete_details.reason == "max_output_tokens"
+          and r.usage.output_tokens == 3, r)
+    r = client.responses.create(model=model, input="think about 2+2")
+    kinds = [item.type for item in r.output]
+    check("responses.reasoning", kinds == ["reasoning", "message"] and r.output_text == "The answer is 4."
+          and r.output[0].content[0].text == "Let me think."
+          and r.usage.output_tokens_details.reasoning_tokens > 0, r)
+    r = client.responses.create(model=model, input="json please", text={"format": {"type": "json_object"}})
+    check("responses.json_object", json.loads(r.output_text) == {"answer": 4}, r.output_text)
+    r = client.responses.create(model=model, input="hi", top_logprobs=2, include=["message.output_text.logprobs"])
+    logprobs = r.output[0].content[0].logprobs
+    check("responses.logprobs", len(logprobs) > 0 and all(len(lp.top_logprobs) == 2 for lp in logprobs), logprobs)
+    for name, kwargs, error in [
+        ("responses.error.previous", dict(model=model, input="hi", previous_response_id="resp_x"),
+         openai.BadRequestError),
+        ("responses.error.model", dict(model="no-such-model", input="hi"), openai.NotFoundError),
+        ("responses.error.image", dict(model=model, input=[{"role": "user", "content": [
+            {"type": "input_image", "image_url": "https://example.com/x.png"}]}]), openai.BadRequestError),
+    ]:
+        try:
+            client.responses.create(**kwargs)
+        except error as e:
+            body = e.body if isinstance(e.body, dict) else {}
+            check(name, isinstance(body.get("message"), str) and body.get("message"), e.body)
+        else:
+            raise AssertionError(f"{name}: no error")
+
+
+def responses_tools(client, model):
+    tools = [{
+        "type": "function",
+        "name": "get_weather",
+        "description": "Current weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }]
+    conversation = [{"role": "user", "content": "What is the weather in Paris?"}]
+    r = client.responses.create(model=model, input=conversation, tools=tools)
+    calls = [item for item in r.output if item.type == "function_call"]
+    check("responses.tools.call", len(calls) == 1 and calls[0].name == "get_weather"
+          and json.loads(calls[0].arguments) == {"city": "Paris"} and calls[0].call_id, r.output)
+    events = list(client.responses.create(model=model, input=conversation, tools=tools, stream=True))
+    arguments = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")
+    check("responses.tools.stream", json.loads(arguments) == {"city": "Paris"}, arguments)
+    conversation += [item.model_dump(exclude_none=True) for item in r.output]
+    conversation.append({"type": "function_call_output", "call_id": calls[0].call_id,
+                         "output": "22 degrees and sunny"})
+    r = client.responses.create(model=model, input=conversation, tools=tools)
+    check("responses.tools.answer", r.output_text == "It is 22 degrees and sunny in Paris.", r.output)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--base-url", required=True)
@@ -316,10 +388,11 @@ def main():
     args = parser.parse_args()
     client = OpenAI(base_url=args.base_url, api_key=args.api_key, max_retries=0)
     for test in (chat_plain, chat_stream, choices_n, stops_and_limits, reasoning_and_unicode, logprobs, completions,
-                 completions_prompts, json_mode, models_endpoint, errors):
+                 completions_prompts, json_mode, models_endpoint, errors, responses_api):
         test(client, args.model)
     tools_client = OpenAI(base_url=args.tools_base_url, api_key="unused", max_retries=0)
     tool_round_trip(tools_client, args.tools_model)
+    responses_tools(tools_client, args.tools_model)
     print("all ok")
 
 

@@ -1,8 +1,9 @@
 //! The official `openai` Python client against the real `phobos serve`
 //! (scripted backend, real tokenizer and chat templates): chat and
 //! completions, streaming and not, include_usage, stop strings, limits,
-//! logprobs, reasoning, JSON mode, errors, an API key, and a tool-call round
-//! trip through Qwen 2.5's template. The checks are in serve_openai.py.
+//! logprobs, reasoning, JSON mode, errors, an API key, the Responses API
+//! (items, typed stream events, the SDK's stream helper), and tool-call round
+//! trips through Qwen 2.5's template in both APIs. The checks are in serve_openai.py.
 //!
 //! Needs python3 with `openai` (`pip install openai`); without it the test
 //! says so and skips, or fails under PHOBOS_REQUIRE_TEST_DATA=1.
@@ -88,5 +89,5 @@ fn openai_client_end_to_end() {
         "serve_openai.py failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
     );
     let checks = stdout.lines().filter(|l| l.starts_with("ok ")).count();
-    assert!(checks >= 60, "only {checks} checks ran:\n{stdout}");
+    assert!(checks >= 80, "only {checks} checks ran:\n{stdout}");
 }

@@ -158,8 +158,6 @@ pub trait Num: Plain + PartialOrd {
 pub trait Int: Num {
     fn shl(self, b: Self) -> Self;
     fn shr(self, b: Self) -> Self;
-    // Used by `cdiv_ptx_pending`, built only without `ptx` for now.
-    #[cfg_attr(feature = "ptx", allow(dead_code))]
     fn cdiv(self, b: Self) -> Self;
 }
 

@@ -3,8 +3,8 @@
 // change the generator and regenerate (the test fails while this is stale).
 //! `tanh`: every dtype combination SPEC.md allows, through `kernel!` on the host.
 
-// PTX pending (`cases::ptx_pending`: f64 transcendental functions): built only without the
-// `ptx` feature until the MLIR emitter lowers it.
+// PTX pending (`cases::ptx_pending`: f64 transcendental functions): the MLIR emitter does
+// not lower it yet.
 #![allow(clippy::all, unused_imports)]
 
 use crate::support::*;

@@ -43,6 +43,19 @@ fn every_config_on_ragged_shapes() {
     });
 }
 
+#[test]
+fn a_tensor_written_with_streaming_stores() {
+    // 32 MiB of output: stored tiles are streamed out chunk by chunk
+    // (`host::StoreSink`), in the one-block form and the two-pass form.
+    for config in softmax::CONFIGS
+        .iter()
+        .filter(|c| c.BLOCK_C == 4096 || c.BLOCK_C == 128)
+        .take(4)
+    {
+        check(config, 2048, 4096, 7).unwrap();
+    }
+}
+
 proptest! {
     #![proptest_config(crate::cases(16))]
 

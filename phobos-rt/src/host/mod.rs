@@ -80,6 +80,7 @@ mod quant;
 mod reduce;
 pub mod simd;
 mod slice;
+mod store_sink;
 mod tile;
 mod view;
 
@@ -105,6 +106,7 @@ pub use slice::{
     MAX_SLICE_RANK, Slice, atomic_add, atomic_add_scalar, load, load_in_place, load_point, store,
     store_scalar,
 };
+pub use store_sink::{STORE_CHUNK, StoreSink};
 pub use tile::{MAX_TILE_LEN, MAX_TILE_RANK, Tile, TileShape, TileSlots};
 pub(crate) use view::fence_streamed_stores;
 pub use view::{PlainRead, Readable, TensorRead, TensorWrite};

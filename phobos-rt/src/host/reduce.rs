@@ -134,7 +134,9 @@ fn reduce_rows<T: Element, Op: RowOp<T>>(t: &(impl TileData<T> + ?Sized)) -> Res
         // A `for` loop, not `extend(map(..))`: inlined into a generated
         // launch body, the row reduction is then compiled for the body's
         // SIMD level; through std's `fold` (compiled without the target
-        // features) it was a call per row at SSE width.
+        // features) it was a call per row at SSE width. (Summing two rows
+        // at once, each in its own order, was faster alone but made
+        // softmax slower; not kept.)
         for row in t.as_slice().chunks_exact(row_len) {
             data.push(Op::reduce(row));
         }
@@ -179,14 +181,48 @@ fn min_step<T: Element>(partial: T, x: T) -> T {
     if x < partial { x } else { partial }
 }
 
+/// Partials of a long max/min: [`LANES`] of them are one chain of
+/// dependent vector max ops, bound by their latency; this many are several
+/// independent chains.
+const WIDE_LANES: usize = 64;
+
+/// `step` folded over `values` like [`fold_lanes`], with the same result.
+/// A max or min is exact in any order; only which of two equal values
+/// wins may differ, and two equal values have different bits only as `+0`
+/// and `-0`. So a long row is folded over [`WIDE_LANES`] partials, and
+/// folded again in [`fold_lanes`]' order when its result compares equal
+/// to zero, keeping the bits (and the sign of a zero) the same as before.
+#[inline(always)]
+fn fold_wide<T: Element>(values: &[T], init: T, step: impl Fn(T, T) -> T + Copy) -> T {
+    if values.len() < 4 * WIDE_LANES {
+        return fold_lanes(values, init, step);
+    }
+    let mut partials = [init; WIDE_LANES];
+    let (chunks, rest) = values.as_chunks::<WIDE_LANES>();
+    for chunk in chunks {
+        for (p, &x) in partials.iter_mut().zip(chunk) {
+            *p = step(*p, x);
+        }
+    }
+    for (p, &x) in partials.iter_mut().zip(rest) {
+        *p = step(*p, x);
+    }
+    let result = fold_lanes(&partials, init, step);
+    if result == T::ZERO {
+        fold_lanes(values, init, step)
+    } else {
+        result
+    }
+}
+
 #[inline(always)]
 fn max_slice<T: Element>(values: &[T]) -> T {
-    fold_lanes(values, T::LOWEST, max_step)
+    fold_wide(values, T::LOWEST, max_step)
 }
 
 #[inline(always)]
 fn min_slice<T: Element>(values: &[T]) -> T {
-    fold_lanes(values, T::HIGHEST, min_step)
+    fold_wide(values, T::HIGHEST, min_step)
 }
 
 /// Sum of every element.
@@ -329,6 +365,41 @@ mod proptests {
             let fold_min = data.iter().fold(f32::INFINITY, |a, &b| Element::minimum(a, b));
             prop_assert_eq!(max(&t), fold_max);
             prop_assert_eq!(min(&t), fold_min);
+        }
+
+        #[test]
+        fn long_rows_keep_the_bits_of_eight_lanes(
+            rows in 1usize..7,
+            len in 0usize..700,
+            seed in any::<u64>(),
+            zeros in any::<bool>(),
+        ) {
+            // Long enough rows for the wide max/min and for rows summed in
+            // groups: the bits must be those of the 8-lane folds, signed
+            // zeros included (`zeros` makes the max of some rows a zero).
+            let mut state = seed;
+            let mut next = || {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let v = ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 1e3;
+                match (state >> 20) % 16 {
+                    0 if zeros => 0.0,
+                    1 if zeros => -0.0,
+                    2 => f32::NAN,
+                    _ if zeros => -v.abs(),
+                    _ => v,
+                }
+            };
+            let data: Vec<f32> = (0..rows * len).map(|_| next()).collect();
+            let t = Tile::from_vec(&[rows, len], data.clone()).unwrap();
+            let (sums, maxes, mins) = (rowsum(&t).unwrap(), rowmax(&t).unwrap(), rowmin(&t).unwrap());
+            for r in 0..rows {
+                let row = &data[r * len..(r + 1) * len];
+                let max = fold_lanes(row, f32::NEG_INFINITY, max_step);
+                let min = fold_lanes(row, f32::INFINITY, min_step);
+                prop_assert_eq!(sums.as_slice()[r].to_bits(), sum_slice(row).to_bits());
+                prop_assert_eq!(maxes.as_slice()[r].to_bits(), max.to_bits());
+                prop_assert_eq!(mins.as_slice()[r].to_bits(), min.to_bits());
+            }
         }
 
         #[test]

@@ -55,22 +55,28 @@ impl TileShape {
         }
     }
 
-    /// The dims, outermost first.
+    /// The dims, outermost first. The accessors are always inlined: a
+    /// row kernel asks for a tile's length several times per tile, and
+    /// out of line (a call into phobos-rt) that showed in its profile.
+    #[inline(always)]
     pub fn dims(&self) -> &[usize] {
         &self.dims[..self.rank as usize]
     }
 
     /// Number of dims.
+    #[inline(always)]
     pub fn rank(&self) -> usize {
         self.rank as usize
     }
 
     /// Number of elements (checked not to overflow at construction).
+    #[inline(always)]
     pub fn len(&self) -> usize {
         self.dims().iter().product()
     }
 
     /// True when some dim is 0.
+    #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

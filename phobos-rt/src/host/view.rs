@@ -31,6 +31,7 @@
 use crate::device::HostBuffer;
 use crate::{Element, Result, Tensor};
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The geometry and base pointer shared by both view kinds.
 ///
@@ -46,6 +47,11 @@ pub(crate) struct RawView<'a, T> {
     /// Reads may be plain: a [`PlainRead`] guard holds the allocation, or
     /// it is read-only borrowed memory (no writer ever enters it).
     pub(crate) plain: bool,
+    /// Nonzero while a [`PlainRead`] guard holds the allocation: an id no
+    /// other guard ever gets, so data derived from the view's elements
+    /// (packed `dot` operands) may be reused for as long as the id is seen
+    /// again, the elements cannot change in between (no writer enters).
+    pub(crate) plain_id: u64,
     /// Stores may be plain ([`TensorWrite::allow_plain_stores`]).
     pub(crate) plain_store: bool,
     /// Plain row stores bypass the cache (the tensor is too large to be
@@ -196,7 +202,7 @@ pub(crate) const STREAM_MIN_BYTES: usize = 32 << 20;
 /// `dst..dst + values.len()` must be valid for writes, not overlap
 /// `values`, and not be accessed by another thread until the launch ends.
 #[inline]
-unsafe fn stream_copy<T: Copy>(values: &[T], dst: *mut T) {
+pub(super) unsafe fn stream_copy<T: Copy>(values: &[T], dst: *mut T) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
@@ -263,6 +269,7 @@ impl<'a, T: Element> TensorRead<'a, T> {
                 shape: tensor.shape(),
                 strides: tensor.strides(),
                 plain: tensor.host_buffer()?.is_read_only(),
+                plain_id: 0,
                 plain_store: false,
                 stream_store: false,
             },
@@ -295,6 +302,10 @@ impl<'a, T: Element> TensorRead<'a, T> {
     }
 }
 
+/// Source of [`RawView::plain_id`]s; starts at 1 (0 means none). 64 bits
+/// never wrap in practice.
+static NEXT_PLAIN_ID: AtomicU64 = AtomicU64::new(1);
+
 /// Plain (vectorizable) read access to a tensor for one launch: while the
 /// guard lives, no writer is in the allocation (module doc). Make it after
 /// the launch's [`TensorWrite`]s; on an allocation a writer holds it falls
@@ -313,6 +324,10 @@ impl<'a, T: Element> PlainRead<'a, T> {
         let buffer = tensor.host_buffer()?;
         let entered = buffer.try_begin_plain_read();
         view.raw.plain = entered;
+        if entered {
+            // Relaxed: only uniqueness matters, not ordering.
+            view.raw.plain_id = NEXT_PLAIN_ID.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(PlainRead {
             view,
             buffer: entered.then_some(buffer),
@@ -380,6 +395,7 @@ impl<'a, T: Element> TensorWrite<'a, T> {
             shape: tensor.shape(),
             strides: tensor.strides(),
             plain: false,
+            plain_id: 0,
             plain_store: false,
             stream_store: false,
         };

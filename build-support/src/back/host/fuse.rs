@@ -149,6 +149,31 @@ impl Fused {
         )
     }
 
+    /// The loop that writes the tree's elements into the `TileSlots`
+    /// named `out` (of `shape_name`'s shape).
+    pub fn fill_slots(&self, shape_name: &Ident, out: &Ident) -> TokenStream {
+        let body = &self.body;
+        // The loops are plain `for` loops over zipped slices writing into
+        // the result, never closures handed to an iterator adaptor: code
+        // generated inside a `#[target_feature]` body compiles for that
+        // level only where it stays in the body, and a closure called from
+        // `Iterator::fold` (compiled without the features) is a call per
+        // element instead of a vectorized loop. The result is written into
+        // uninitialized slots (`TileSlots`), not over a tile first filled
+        // with zeros: that fill was one more pass over every fused tile.
+        if self.stretched() {
+            self.rows(
+                shape_name,
+                Some(quote!(#out.slots())),
+                |iter, pattern| quote!(for #pattern in #iter { __acc.write(#body); }),
+            )
+        } else {
+            let (iter, pattern) =
+                self.zipped(Some((quote!(#out.slots().iter_mut()), quote!(__acc))));
+            quote!(for #pattern in #iter { __acc.write(#body); })
+        }
+    }
+
     /// `expect_shape` for every tile leaf: the IR gives them these shapes,
     /// so this never fails on checked kernels.
     pub fn shape_checks(&self, shape: &Ident) -> TokenStream {
@@ -324,26 +349,8 @@ impl Generator<'_> {
             }));
         }
         let checks = fused.shape_checks(&shape_name);
-        // The loops are plain `for` loops over zipped slices writing into
-        // the result, never closures handed to an iterator adaptor: code
-        // generated inside a `#[target_feature]` body compiles for that
-        // level only where it stays in the body, and a closure called from
-        // `Iterator::fold` (compiled without the features) is a call per
-        // element instead of a vectorized loop. The result is written into
-        // uninitialized slots (`TileSlots`), not over a tile first filled
-        // with zeros: that fill was one more pass over every fused tile.
         let out = Ident::new("__out", Span::call_site());
-        let fill = if fused.stretched() {
-            fused.rows(
-                &shape_name,
-                Some(quote!(#out.slots())),
-                |iter, pattern| quote!(for #pattern in #iter { __acc.write(#body); }),
-            )
-        } else {
-            let (iter, pattern) =
-                fused.zipped(Some((quote!(#out.slots().iter_mut()), quote!(__acc))));
-            quote!(for #pattern in #iter { __acc.write(#body); })
-        };
+        let fill = fused.fill_slots(&shape_name, &out);
         // The loop writes every slot: the row-by-row form zips the slots'
         // `__outer` rows of `__inner` with every leaf's rows, values or
         // columns, whose shapes `checks` has just matched to `__shape`

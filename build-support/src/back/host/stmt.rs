@@ -51,6 +51,14 @@ impl Generator<'_> {
             } => {
                 let view = names::param(tensor);
                 let slices = self.slices(index)?;
+                // A whole tree stored as it is computed (`fused_store`).
+                if *op == StoreOp::Assign
+                    && !value.is_scalar()
+                    && super::fuse::is_elementwise(value)
+                    && let Some(store) = self.fused_store(&view, &slices, value)?
+                {
+                    return Ok(store);
+                }
                 let stored = match op {
                     StoreOp::Assign => self.expr(value)?,
                     _ => self.read_modify(tensor, index, *op, value)?,

@@ -259,23 +259,24 @@ fn an_elementwise_statement_is_one_loop() {
             "`{op}` should be fused: {out}"
         );
     }
-    // The store's value: one `for` loop over x and z into reused storage,
-    // with s and sum(sq) read once, in each of the two configs' bodies of
-    // the three specialized SIMD levels and in the generic one. The loop
-    // writes uninitialized slots, not a tile first filled with zeros.
+    // The store's value: one `for` loop over x and z into the store's
+    // sink (the tensor's own elements, or reused storage), with s and
+    // sum(sq) read once, in each of the two configs' bodies of the three
+    // specialized SIMD levels and in the generic one, and emitted once per
+    // store (no second copy for stores the sink cannot take in place). The
+    // loop writes uninitialized slots, not a tile first filled with zeros.
     assert_eq!(
         out.matches(
-            "let mut __out = :: phobos :: __private :: host :: TileSlots :: < f32 > :: new (& __shape"
+            "let mut __sink = :: phobos :: __private :: host :: StoreSink :: < f32 > :: new (& p_y , & __slices , & __shape"
         )
         .count(),
         3 * 2 + 1,
         "{out}"
     );
+    assert_eq!(out.matches("__acc . write (").count(), 3 * 2 + 1, "{out}");
+    assert!(!out.contains("TileSlots"), "{out}");
     assert!(!out.contains("Tile :: < f32 > :: full"), "{out}");
-    assert!(
-        out.contains("__out . slots () . iter_mut () . zip"),
-        "{out}"
-    );
+    assert!(out.contains("__dst . iter_mut () . zip"), "{out}");
     assert!(out.contains("__acc . write ("), "{out}");
     assert!(!out.contains(". map (|"), "no closure per element: {out}");
     assert!(out.contains("host :: sum (& l_sq)"), "{out}");
@@ -451,11 +452,19 @@ fn per_row_and_per_column_leaves_are_not_stretched() {
     // no stretched copy of either.
     assert!(!out.contains("broadcast_to"), "{out}");
     assert!(out.contains("chunks_exact (__inner)"), "{out}");
+    // Per row, the row's chunks of the sink; each chunk completed.
     assert!(
-        out.contains("__out . slots () . chunks_exact_mut (__inner)"),
+        out.contains("let __dst = __sink . chunk (__at , __len)"),
         "{out}"
     );
-    assert!(out.contains("unsafe { __out . assume_init () }"), "{out}");
+    assert!(
+        out.contains("unsafe { __sink . commit (__at , __len) }"),
+        "{out}"
+    );
+    assert!(
+        out.contains("unsafe { __sink . finish (& p_Y , & __slices) }"),
+        "{out}"
+    );
 }
 
 const SCALE_WITH_HOST_IMPL: &str = "@host_impl(scale_host)

@@ -85,6 +85,8 @@ mod tests_amx;
 mod tests_gemma;
 #[cfg(test)]
 mod tests_ggml;
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests_k_tile;
 
 pub use activations::{
     QActivations, quantize_activations, quantize_activations_threaded, vec_dot_type,

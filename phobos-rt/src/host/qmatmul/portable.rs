@@ -100,7 +100,10 @@ fn fifth_bit(qh: u32, j: usize) -> u8 {
     (((qh >> j) & 1) as u8) << 4
 }
 
-fn u32_at(bytes: &[u8], offset: usize) -> u32 {
+/// The little-endian u32 at `offset` (bounds-checked); the x86 kernels'
+/// too.
+#[inline(always)]
+pub(super) fn u32_at(bytes: &[u8], offset: usize) -> u32 {
     u32::from_le_bytes([
         bytes[offset],
         bytes[offset + 1],

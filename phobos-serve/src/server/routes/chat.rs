@@ -14,7 +14,7 @@ use crate::server::backend::ModelInfo;
 use crate::server::error::ApiError;
 use crate::server::generate::{Generation, TokenLogprobs, new_id};
 use crate::server::json_format::JsonFormat;
-use crate::server::params::{Fields, common_params};
+use crate::server::params::{CommonParams, Fields, SamplingDefaults, common_params};
 use crate::server::state::AppState;
 use crate::server::text::markup::{MarkupParser, Piece};
 
@@ -137,16 +137,23 @@ pub fn tokenize_prompt(model: &dyn ModelInfo, text: &str) -> Result<Vec<u32>, Ap
     Ok(ids)
 }
 
-pub async fn chat_completions(
-    State(state): State<Arc<AppState>>,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let loaded = state.loaded()?;
-    let model = loaded.model.clone();
-    let fields = Fields(&body);
+/// A chat body made ready to generate: its settings, its rendered prompt
+/// and the prompt's ids. Shared by the chat and Responses routes (the latter
+/// translates its body to a chat body first).
+pub struct PreparedChat {
+    pub params: CommonParams,
+    pub prompt: ChatPrompt,
+    pub ids: Vec<u32>,
+}
+
+pub fn prepare_chat(
+    model: &dyn ModelInfo,
+    defaults: &SamplingDefaults,
+    fields: &Fields<'_>,
+) -> Result<PreparedChat, ApiError> {
     let mut params = common_params(
-        &fields,
-        &state.defaults,
+        fields,
+        defaults,
         model.model_id(),
         model.tokenizer().n_tokens(),
     )?;
@@ -160,11 +167,29 @@ pub async fn chat_completions(
         }
         params.sampling.top_logprobs = top as u32;
     }
-    let prompt = render_chat(&*model, &fields)?;
+    let prompt = render_chat(model, fields)?;
     if let Some(call) = prompt.forced_call.clone() {
         params.sampling.json_format = Some(call);
     }
-    let ids = tokenize_prompt(&*model, &prompt.text)?;
+    let ids = tokenize_prompt(model, &prompt.text)?;
+    Ok(PreparedChat {
+        params,
+        prompt,
+        ids,
+    })
+}
+
+pub async fn chat_completions(
+    State(state): State<Arc<AppState>>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let loaded = state.loaded()?;
+    let model = loaded.model.clone();
+    let PreparedChat {
+        params,
+        prompt,
+        ids,
+    } = prepare_chat(&*model, &state.defaults, &Fields(&body))?;
     let mut choices = Vec::with_capacity(params.n_choices);
     for sampling in params.choice_sampling() {
         let format = ChatFormat::new(
@@ -342,20 +367,21 @@ impl ChoiceFormat for ChatFormat {
 }
 
 fn logprobs_json(entries: &[TokenLogprobs]) -> Value {
-    let content: Vec<Value> = entries
-        .iter()
-        .map(|entry| {
-            json!({
-                "token": entry.token,
-                "logprob": entry.logprob,
-                "bytes": entry.bytes,
-                "top_logprobs": entry.top.iter().map(|(token, bytes, logprob)| json!({
-                    "token": token, "logprob": logprob, "bytes": bytes,
-                })).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
+    let content: Vec<Value> = entries.iter().map(logprob_entry_json).collect();
     json!({"content": content})
+}
+
+/// One token's log-probabilities in OpenAI's shape (both chat and the
+/// Responses API's text parts).
+pub fn logprob_entry_json(entry: &TokenLogprobs) -> Value {
+    json!({
+        "token": entry.token,
+        "logprob": entry.logprob,
+        "bytes": entry.bytes,
+        "top_logprobs": entry.top.iter().map(|(token, bytes, logprob)| json!({
+            "token": token, "logprob": logprob, "bytes": bytes,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 fn tool_call_json(index: usize, name: &str, arguments: &str) -> Value {

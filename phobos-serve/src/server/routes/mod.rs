@@ -7,6 +7,7 @@ mod chat;
 mod completions;
 mod misc;
 mod respond;
+mod responses;
 mod tool_choice;
 
 use std::sync::Arc;
@@ -29,6 +30,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/chat/completions", post(chat::chat_completions))
         .route("/v1/completions", post(completions::completions))
         .route("/completions", post(completions::completions))
+        .route("/v1/responses", post(responses::responses))
+        .route("/responses", post(responses::responses))
         .route("/v1/models", get(misc::models))
         .route("/models", get(misc::models))
         .route("/tokenize", post(misc::tokenize))
@@ -53,7 +56,7 @@ async fn not_found(request: Request) -> ApiError {
         StatusCode::NOT_FOUND,
         "not_found",
         format!(
-            "no route {} {}; the API is under /v1 (chat/completions, completions, models)",
+            "no route {} {}; the API is under /v1 (chat/completions, completions, responses, models)",
             request.method(),
             request.uri().path()
         ),

@@ -63,6 +63,11 @@ impl MarkupParser {
         }
     }
 
+    /// Inside a reasoning block (the tokens of which count as reasoning).
+    pub fn in_reasoning(&self) -> bool {
+        self.mode == Mode::Reasoning
+    }
+
     pub fn push(&mut self, text: &str) -> Vec<Piece> {
         self.held.push_str(text);
         let mut out = Vec::new();

@@ -9,10 +9,12 @@
 //! Lowered step by step, every `kt` copies an A and a B tile out of the
 //! tensors and sweeps the whole `TM x TN` accumulator through memory.
 //! Here the loop is blocked over `k` instead ([`KC`] at a time): B's block
-//! is packed once into zero-padded panels, A is read in place (or from a
-//! zero-padded copy of the strip where rows are masked, the tensor cannot
-//! be read plainly, or its rows are a multiple of 4 KiB apart), and each
-//! micro-tile of the accumulator stays in registers for the whole block.
+//! is packed once into zero-padded panels (and the packing kept for the
+//! thread's next program on the same columns, `packed_b`), A is read in
+//! place (or from a zero-padded copy of the strip where rows are masked,
+//! the tensor cannot be read plainly, or, for the AVX2 kernel, its rows
+//! are a multiple of 4 KiB apart), and each micro-tile of the accumulator
+//! stays in registers for the whole block.
 //!
 //! The result is the same bits as the loop's: every element is one fused
 //! multiply-add chain (or, on the portable kernel, multiply then add) over
@@ -218,7 +220,9 @@ fn copy_row(raw: &RawView<'_, f32>, (row, col): (usize, usize), out: &mut [f32])
 
 /// The blocked loop: for every `KC` block of `k`, B's block packed into
 /// `NR`-wide panels (masked columns zero), then every `MR`-row strip of the
-/// accumulator against every panel.
+/// accumulator against every panel. The packing of all of B's blocks is
+/// kept for the thread's next program on the same columns when B has a
+/// plain-read id (`packed_b`).
 #[inline(always)]
 fn blocked<const MR: usize, const NR: usize>(
     c: &mut [f32],
@@ -227,71 +231,127 @@ fn blocked<const MR: usize, const NR: usize>(
     shape: &LoopShape,
     micro: Micro<MR, NR>,
 ) {
-    let LoopShape { tm, tn, .. } = *shape;
-    let (m_extent, n_extent) = (a.shape[0], b.shape[1]);
-    let panels = tn.div_ceil(NR);
-    let kc_max = KC.min(shape.k_hi - shape.k_lo);
-    let mut b_packed = crate::host::arena::filled(panels * kc_max, [0.0f32; NR]);
-    // Rows of A that cannot be read in place: masked ones stay zero,
-    // others are copied in per block.
-    let mut a_copy = crate::host::arena::filled(MR * kc_max, 0.0f32);
-    // In place needs plain reads and contiguous rows. Rows a multiple of
-    // 4 KiB apart (K = 1024, 2048, ...) fall on the same L1 sets, all six
-    // at once: copied, the strip's rows sit 1 KiB apart (measured at
-    // 2048^3, BENCHMARKS.md session 11).
-    let aliasing_rows = (a.strides[0] * size_of::<f32>()).is_multiple_of(4096);
-    let a_in_place = a.plain && a.strides[1] == 1 && !aliasing_rows;
-    for k0 in (shape.k_lo..shape.k_hi).step_by(KC) {
-        let kc = KC.min(shape.k_hi - k0);
-        pack_b(b, (k0, kc), (shape.col0, tn, n_extent), &mut b_packed);
-        for i0 in (0..tm).step_by(MR) {
-            let rows = MR.min(tm - i0);
-            let tensor_row =
-                |r: usize| in_bounds(i128::from(shape.row0) + (i0 + r) as i128, m_extent);
-            // Rows copied for this strip (masked ones zeroed).
-            for r in 0..rows {
-                let dst = &mut a_copy[r * kc_max..][..kc];
-                match tensor_row(r) {
-                    Some(row) if !a_in_place => copy_row(a, (row, k0), dst),
-                    Some(_) => {}
-                    None => dst.fill(0.0),
-                }
+    let panels = shape.tn.div_ceil(NR);
+    let (k_lo, k_hi) = (shape.k_lo, shape.k_hi);
+    let kc_max = KC.min(k_hi - k_lo);
+    let cols = (shape.col0, shape.tn, b.shape[1]);
+    let mut strip = AStrip::new(a, kc_max, NR != NR_512);
+    let key = packed_b::Key::of(b, (shape.col0, shape.tn), (k_lo, k_hi), NR);
+    let kept = key.and_then(|key| Some((key, packed_b::take(&key, panels * NR * (k_hi - k_lo))?)));
+    if let Some((key, (mut whole, packed))) = kept {
+        let (panel_rows, _) = whole.as_chunks_mut::<NR>();
+        for k0 in (k_lo..k_hi).step_by(KC) {
+            let kc = KC.min(k_hi - k0);
+            // Block `k0` lies at `(k0 - k_lo) * panels` rows, `kc` per panel.
+            let block = &mut panel_rows[(k0 - k_lo) * panels..][..panels * kc];
+            if !packed {
+                pack_b(b, (k0, kc), cols, block);
             }
-            // Tile rows past `tm` repeat the strip's last row; their
-            // results are dropped.
-            let a_rows: [&[f32]; MR] = std::array::from_fn(|r| {
-                let r = r.min(rows - 1);
-                match tensor_row(r) {
-                    // SAFETY: row `row` and columns `k0..k0 + kc` are in
-                    // bounds (`k_hi <= K`), the last stride is 1 and the
-                    // view reads plainly (`a_in_place`).
-                    Some(row) if a_in_place => unsafe {
-                        a.plain_block(a.offset + row * a.strides[0] + k0, kc)
-                    },
-                    _ => &a_copy[r * kc_max..][..kc],
-                }
-            });
-            for jp in 0..panels {
-                let j0 = jp * NR;
-                let cols = NR.min(tn - j0);
-                let panel = &b_packed[jp * kc_max..][..kc];
-                if rows == MR && cols == NR {
-                    micro(&mut c[i0 * tn + j0..], tn, &a_rows, panel, 1, kc);
-                    continue;
-                }
-                let mut block = [[0.0f32; NR]; MR];
-                for (r, block_row) in block.iter_mut().enumerate().take(rows) {
-                    block_row[..cols].copy_from_slice(&c[(i0 + r) * tn + j0..][..cols]);
-                }
-                micro(block.as_flattened_mut(), NR, &a_rows, panel, 1, kc);
-                for (r, block_row) in block.iter().enumerate().take(rows) {
-                    c[(i0 + r) * tn + j0..][..cols].copy_from_slice(&block_row[..cols]);
-                }
+            strips(c, (a, &mut strip), shape, micro, (k0, kc), block);
+        }
+        packed_b::put(key, whole);
+    } else {
+        // One block's panels at a time, packed again for every block.
+        let mut block = crate::host::arena::filled(panels * kc_max, [0.0f32; NR]);
+        for k0 in (k_lo..k_hi).step_by(KC) {
+            let kc = KC.min(k_hi - k0);
+            let block = &mut block[..panels * kc];
+            pack_b(b, (k0, kc), cols, block);
+            strips(c, (a, &mut strip), shape, micro, (k0, kc), block);
+        }
+        crate::host::arena::give(block);
+    }
+    crate::host::arena::give(strip.copy);
+}
+
+/// How the micro-kernels read A's rows.
+struct AStrip {
+    /// Rows of A that cannot be read in place, `kc_max` apart: masked ones
+    /// stay zero, others are copied in per block.
+    copy: Vec<f32>,
+    kc_max: usize,
+    in_place: bool,
+}
+
+impl AStrip {
+    /// `copy_aliasing`: copy rows a multiple of 4 KiB apart. Such rows
+    /// (K = 1024, 2048, ...) fall on the same L1 sets, all of a strip's at
+    /// once; with the AVX2 kernel (6 rows, each row's cache line lasting
+    /// 16 steps of 12 ymm FMAs) copying them was faster on Zen 2 (2048^3,
+    /// BENCHMARKS.md session 11), while the AVX-512 kernel (a line lasts 16
+    /// steps of 16 zmm FMAs) reads them in place faster on Zen 4 (+6-7% at
+    /// 1024^3 and 2048^3, the copies gone).
+    fn new(a: &RawView<'_, f32>, kc_max: usize, copy_aliasing: bool) -> AStrip {
+        // In place needs plain reads and contiguous rows.
+        let aliasing_rows = (a.strides[0] * size_of::<f32>()).is_multiple_of(4096);
+        AStrip {
+            copy: crate::host::arena::filled(MR_512.max(MR) * kc_max, 0.0f32),
+            kc_max,
+            in_place: a.plain && a.strides[1] == 1 && !(copy_aliasing && aliasing_rows),
+        }
+    }
+}
+
+/// One `k` block `k0 .. k0 + kc`: every `MR`-row strip of the accumulator
+/// against every panel of B's packed block (panel `jp` at rows `jp * kc`).
+#[inline(always)]
+fn strips<const MR: usize, const NR: usize>(
+    c: &mut [f32],
+    (a, strip): (&RawView<'_, f32>, &mut AStrip),
+    shape: &LoopShape,
+    micro: Micro<MR, NR>,
+    (k0, kc): (usize, usize),
+    b_block: &[[f32; NR]],
+) {
+    let LoopShape { tm, tn, .. } = *shape;
+    let m_extent = a.shape[0];
+    let panels = tn.div_ceil(NR);
+    let (kc_max, a_in_place) = (strip.kc_max, strip.in_place);
+    let a_copy = &mut strip.copy;
+    for i0 in (0..tm).step_by(MR) {
+        let rows = MR.min(tm - i0);
+        let tensor_row = |r: usize| in_bounds(i128::from(shape.row0) + (i0 + r) as i128, m_extent);
+        // Rows copied for this strip (masked ones zeroed).
+        for r in 0..rows {
+            let dst = &mut a_copy[r * kc_max..][..kc];
+            match tensor_row(r) {
+                Some(row) if !a_in_place => copy_row(a, (row, k0), dst),
+                Some(_) => {}
+                None => dst.fill(0.0),
+            }
+        }
+        // Tile rows past `tm` repeat the strip's last row; their
+        // results are dropped.
+        let a_rows: [&[f32]; MR] = std::array::from_fn(|r| {
+            let r = r.min(rows - 1);
+            match tensor_row(r) {
+                // SAFETY: row `row` and columns `k0..k0 + kc` are in
+                // bounds (`k_hi <= K`), the last stride is 1 and the
+                // view reads plainly (`a_in_place`).
+                Some(row) if a_in_place => unsafe {
+                    a.plain_block(a.offset + row * a.strides[0] + k0, kc)
+                },
+                _ => &a_copy[r * kc_max..][..kc],
+            }
+        });
+        for jp in 0..panels {
+            let j0 = jp * NR;
+            let cols = NR.min(tn - j0);
+            let panel = &b_block[jp * kc..][..kc];
+            if rows == MR && cols == NR {
+                micro(&mut c[i0 * tn + j0..], tn, &a_rows, panel, 1, kc);
+                continue;
+            }
+            let mut block = [[0.0f32; NR]; MR];
+            for (r, block_row) in block.iter_mut().enumerate().take(rows) {
+                block_row[..cols].copy_from_slice(&c[(i0 + r) * tn + j0..][..cols]);
+            }
+            micro(block.as_flattened_mut(), NR, &a_rows, panel, 1, kc);
+            for (r, block_row) in block.iter().enumerate().take(rows) {
+                c[(i0 + r) * tn + j0..][..cols].copy_from_slice(&block_row[..cols]);
             }
         }
     }
-    crate::host::arena::give(b_packed);
-    crate::host::arena::give(a_copy);
 }
 
 /// Packs `B[k0 .. k0 + kc, col0 .. col0 + tn]` into panels of `NR`
@@ -351,5 +411,6 @@ fn pack_b<const NR: usize>(
     }
 }
 
+mod packed_b;
 #[cfg(test)]
 mod tests;

@@ -12,9 +12,10 @@ use std::arch::x86_64::*;
 
 use phobos_quant::{GgmlType, QK_K};
 
-use super::{f16_at, hsum4, hsum8};
+use super::kquants::block_bytes;
+use super::{f16_at, hsum4, hsum8, load64};
 use crate::host::qmatmul::activations::Q8_K_BYTES;
-use crate::host::qmatmul::portable::f32_at;
+use crate::host::qmatmul::portable::{f32_at, u32_at};
 
 const Q4_K: u32 = GgmlType::Q4_K as u32;
 const Q5_K: u32 = GgmlType::Q5_K as u32;
@@ -22,14 +23,6 @@ const Q5_K: u32 = GgmlType::Q5_K as u32;
 /// Whether format `ty` has a kernel here.
 pub(in crate::host::qmatmul) const fn has_k_512(ty: GgmlType) -> bool {
     matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K)
-}
-
-const fn block_bytes(f: u32) -> usize {
-    match f {
-        Q4_K => 144,
-        Q5_K => 176,
-        _ => 210,
-    }
 }
 
 /// One weight block unpacked for reuse across activation rows.
@@ -42,23 +35,6 @@ struct Unpacked {
     extra: __m256i,
     d: f32,
     dmin: f32,
-}
-
-#[inline(always)]
-fn u32_at(bytes: &[u8], offset: usize) -> u32 {
-    u32::from_le_bytes([
-        bytes[offset],
-        bytes[offset + 1],
-        bytes[offset + 2],
-        bytes[offset + 3],
-    ])
-}
-
-#[inline(always)]
-unsafe fn load64(bytes: &[u8]) -> __m512i {
-    let bytes = &bytes[..64];
-    // SAFETY: 64 readable bytes; AVX-512 F is enabled by the caller.
-    unsafe { _mm512_loadu_si512(bytes.as_ptr().cast()) }
 }
 
 #[inline(always)]
@@ -224,8 +200,7 @@ pub(in crate::host::qmatmul) fn k_rows_512<const F: u32, const R: usize>(
             let yd = f32_at(a, 0);
             let mut wide = _mm512_setzero_si512();
             for pair in 0..4 {
-                // SAFETY: as above.
-                let aq = unsafe { load64(&a[4 + 64 * pair..]) };
+                let aq = load64(&a[4 + 64 * pair..]);
                 let products = _mm512_maddubs_epi16(u.levels[pair], aq);
                 wide = _mm512_dpwssd_epi32(wide, u.scales[pair], products);
             }

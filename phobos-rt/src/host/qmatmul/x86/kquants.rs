@@ -31,8 +31,8 @@ const Q4_K: u32 = GgmlType::Q4_K as u32;
 const Q5_K: u32 = GgmlType::Q5_K as u32;
 const Q6_K: u32 = GgmlType::Q6_K as u32;
 
-/// Block bytes of format `F`.
-const fn block_bytes(f: u32) -> usize {
+/// Block bytes of format `F` (also the AVX-512 kernels').
+pub(super) const fn block_bytes(f: u32) -> usize {
     match f {
         Q2_K => 84,
         Q3_K => 110,

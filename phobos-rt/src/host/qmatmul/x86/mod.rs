@@ -6,6 +6,7 @@
 mod amx;
 mod floats;
 mod k_512;
+mod k_512_tile;
 mod kquants;
 mod legacy;
 mod q32_512;
@@ -15,6 +16,7 @@ mod quantize;
 pub(super) use amx::{has_amx, has_q32_amx, q32_tile_amx};
 pub(super) use floats::row_dot_float_avx2;
 pub(super) use k_512::{has_k_512, k_rows_512};
+pub(super) use k_512_tile::{K_TILE_ROWS, KPackedActs, k_tile_512};
 pub(super) use kquants::{has_k_avx2, k_rows_avx2};
 pub(super) use legacy::iq4nl_single_avx2;
 pub(super) use legacy::{q32_rows_avx2, q32_rows_vnni};
@@ -46,6 +48,15 @@ fn load32(bytes: &[u8]) -> __m256i {
     let bytes = &bytes[..32];
     // SAFETY: `bytes` holds 32 readable bytes; the load is unaligned.
     unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) }
+}
+
+/// 64 bytes from the front of `bytes` (bounds-checked by the slice); for
+/// the AVX-512 kernels, which enable AVX-512 F wherever this inlines.
+#[inline(always)]
+fn load64(bytes: &[u8]) -> __m512i {
+    let bytes = &bytes[..64];
+    // SAFETY: `bytes` holds 64 readable bytes; the load is unaligned.
+    unsafe { _mm512_loadu_si512(bytes.as_ptr().cast()) }
 }
 
 #[inline(always)]

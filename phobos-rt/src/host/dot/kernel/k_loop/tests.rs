@@ -161,6 +161,18 @@ fn check(
     .unwrap();
     assert_eq!(done, start < end, "{case}");
     assert_eq!(bits(&new), bits(&old), "plain views, {case}");
+
+    // The same B under the same guard again: its packing is this thread's
+    // kept one (`packed_b`).
+    let mut again = start_acc.clone();
+    dot_acc_k_loop(
+        &mut again,
+        (&a_plain.view(), &[rows, span]),
+        (&b_plain.view(), &[span, cols]),
+        range,
+    )
+    .unwrap();
+    assert_eq!(bits(&again), bits(&old), "B's packing reused, {case}");
 }
 
 fn kernel_fuses() -> bool {
@@ -185,6 +197,47 @@ fn whole_tiles_and_more_than_one_k_block() {
         (0, 2 * KC as i64, 64),
         2,
     );
+}
+
+#[test]
+fn a_rows_a_multiple_of_4_kib_apart() {
+    // K = 1024: every row of A starts on the same L1 set (read in place by
+    // the AVX-512 kernel, copied by the AVX2 one).
+    check((20, 1024, 40), (0, 16), (0, 40), (0, 1024, 128), 15);
+    check((20, 1024, 40), (8, 16), (-4, 40), (0, 1024, 128), 16);
+}
+
+#[test]
+fn b_written_between_guards_is_packed_again() {
+    // A kept packing belongs to one plain-read guard: once B is rewritten,
+    // a new guard must see the new values, whatever this thread kept.
+    let device = Device::host();
+    let (m, k, n) = (8, 300, 64);
+    let a = device.tensor_from(&values(m * k, 20), [m, k]).unwrap();
+    let mut b = device.tensor_from(&values(k * n, 21), [k, n]).unwrap();
+    let rows = Slice::Span { start: 0, len: m };
+    let cols = Slice::Span { start: 0, len: n };
+    let span = Slice::Span { start: 0, len: 50 };
+    let range = (0, k as i64, 50);
+    for round in 0..3 {
+        b.copy_from_slice(&values(k * n, 22 + round)).unwrap();
+        let mut want = Tile::<f32>::zeros(&[m, n]).unwrap();
+        let (a_read, b_read) = (TensorRead::new(&a).unwrap(), TensorRead::new(&b).unwrap());
+        stepwise(&mut want, (&a_read, rows), (&b_read, cols), range);
+        let (a_plain, b_plain) = (PlainRead::new(&a).unwrap(), PlainRead::new(&b).unwrap());
+        for _ in 0..2 {
+            let mut got = Tile::<f32>::zeros(&[m, n]).unwrap();
+            let views = (a_plain.view(), b_plain.view());
+            dot_acc_k_loop(
+                &mut got,
+                (&views.0, &[rows, span]),
+                (&views.1, &[span, cols]),
+                range,
+            )
+            .unwrap();
+            assert_eq!(got.as_slice(), want.as_slice(), "round {round}");
+        }
+    }
 }
 
 #[test]
