@@ -108,6 +108,13 @@ fn compile(
     settings: &PtxSettings,
     table: Option<&TuneTable>,
 ) -> TokenStream {
+    let bodies = match host::HostBodies::from_env() {
+        Ok(bodies) => bodies,
+        Err(message) => {
+            return MacroError::new(report_at.unwrap_or_else(Span::call_site), message)
+                .to_compile_error();
+        }
+    };
     let (program, source_map) = match phobos_build::parse(source) {
         Ok(parsed) => parsed,
         Err(diagnostics) => return report(&diagnostics, report_at, fallback_names),
@@ -137,7 +144,13 @@ fn compile(
     let tune_lines = |kernel: &phobos_build::ir::Kernel| {
         table.map_or_else(Vec::new, |t| t.lines_for(&kernel.name))
     };
-    match host::generate_with(&module, source_text, |_| ptx.next().flatten(), tune_lines) {
+    match host::generate_with(
+        &module,
+        source_text,
+        bodies,
+        |_| ptx.next().flatten(),
+        tune_lines,
+    ) {
         Ok(tokens) => {
             let track = track_build_env();
             let track_table = table.map(TuneTable::track);
@@ -187,22 +200,28 @@ fn embedded_ptx(
     Ok(module.kernels.iter().map(|_| None).collect())
 }
 
-/// With `ptx`, the embedded variants depend on `PHOBOS_CHIPS` (which
-/// chips) and `PHOBOS_PTXAS` (registers measured, configs pruned by them);
-/// reading them through `option_env!` puts them in the crate's dep-info, so
-/// cargo rebuilds the crate when they change (proc macros cannot declare
-/// that themselves on stable Rust). A ptxas appearing on PATH is not seen
-/// until the crate rebuilds for another reason.
+/// The expansion depends on `PHOBOS_HOST_SIMD` (which host bodies) and,
+/// with `ptx`, on `PHOBOS_CHIPS` (which chips) and `PHOBOS_PTXAS`
+/// (registers measured, configs pruned by them); reading them through
+/// `option_env!` puts them in the crate's dep-info, so cargo rebuilds the
+/// crate when they change (proc macros cannot declare that themselves on
+/// stable Rust). A ptxas appearing on PATH is not seen until the crate
+/// rebuilds for another reason.
 fn track_build_env() -> TokenStream {
+    let host_simd = host::HOST_SIMD_ENV;
+    let host = quote!(
+        const _: ::core::option::Option<&str> = ::core::option_env!(#host_simd);
+    );
     if cfg!(feature = "ptx") {
         let chips = phobos_build::back::mlir::CHIPS_ENV;
         let ptxas = phobos_build::back::mlir::ptxas::PTXAS_ENV;
         quote!(
+            #host
             const _: ::core::option::Option<&str> = ::core::option_env!(#chips);
             const _: ::core::option::Option<&str> = ::core::option_env!(#ptxas);
         )
     } else {
-        TokenStream::new()
+        host
     }
 }
 

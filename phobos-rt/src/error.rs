@@ -126,6 +126,16 @@ pub enum Error {
         backend: &'static str,
         reason: String,
     },
+    /// A kernel built with `PHOBOS_HOST_SIMD` set to one level was launched
+    /// in a process below that level (the CPU's, capped by `PHOBOS_SIMD`).
+    #[error(
+        "kernel `{kernel}` was built with only its {built} host body (PHOBOS_HOST_SIMD at build time), but this process runs at level {level} (the CPU's, capped by PHOBOS_SIMD); rebuild with PHOBOS_HOST_SIMD unset or `all` to run it here"
+    )]
+    HostSimdUnavailable {
+        kernel: String,
+        built: &'static str,
+        level: &'static str,
+    },
     /// `PHOBOS_BACKEND` holds something other than `host` or `cuda`.
     #[error("PHOBOS_BACKEND={value:?} is not a backend; expected `host` or `cuda`")]
     UnknownBackend { value: String },

@@ -17,41 +17,171 @@
 mod support;
 
 #[rustfmt::skip]
-mod add;
+mod add_1;
 #[rustfmt::skip]
-mod sub;
+mod add_2;
 #[rustfmt::skip]
-mod mul;
+mod add_3;
 #[rustfmt::skip]
-mod div;
+mod add_4;
 #[rustfmt::skip]
-mod rem;
+mod add_5;
 #[rustfmt::skip]
-mod shl;
+mod add_6;
 #[rustfmt::skip]
-mod shr;
+mod sub_1;
 #[rustfmt::skip]
-mod bitand;
+mod sub_2;
 #[rustfmt::skip]
-mod bitor;
+mod sub_3;
 #[rustfmt::skip]
-mod bitxor;
+mod sub_4;
+#[rustfmt::skip]
+mod sub_5;
+#[rustfmt::skip]
+mod sub_6;
+#[rustfmt::skip]
+mod mul_1;
+#[rustfmt::skip]
+mod mul_2;
+#[rustfmt::skip]
+mod mul_3;
+#[rustfmt::skip]
+mod mul_4;
+#[rustfmt::skip]
+mod mul_5;
+#[rustfmt::skip]
+mod mul_6;
+#[rustfmt::skip]
+mod div_1;
+#[rustfmt::skip]
+mod div_2;
+#[rustfmt::skip]
+mod div_3;
+#[rustfmt::skip]
+mod div_4;
+#[rustfmt::skip]
+mod div_5;
+#[rustfmt::skip]
+mod div_6;
+#[rustfmt::skip]
+mod rem_1;
+#[rustfmt::skip]
+mod rem_2;
+#[rustfmt::skip]
+mod rem_3;
+#[rustfmt::skip]
+mod rem_4;
+#[rustfmt::skip]
+mod rem_5;
+#[rustfmt::skip]
+mod rem_6;
+#[rustfmt::skip]
+mod shl_1;
+#[rustfmt::skip]
+mod shl_2;
+#[rustfmt::skip]
+mod shl_3;
+#[rustfmt::skip]
+mod shr_1;
+#[rustfmt::skip]
+mod shr_2;
+#[rustfmt::skip]
+mod shr_3;
+#[rustfmt::skip]
+mod bitand_1;
+#[rustfmt::skip]
+mod bitand_2;
+#[rustfmt::skip]
+mod bitand_3;
+#[rustfmt::skip]
+mod bitor_1;
+#[rustfmt::skip]
+mod bitor_2;
+#[rustfmt::skip]
+mod bitor_3;
+#[rustfmt::skip]
+mod bitxor_1;
+#[rustfmt::skip]
+mod bitxor_2;
+#[rustfmt::skip]
+mod bitxor_3;
 #[rustfmt::skip]
 mod and;
 #[rustfmt::skip]
 mod or;
 #[rustfmt::skip]
-mod eq;
+mod eq_1;
 #[rustfmt::skip]
-mod ne;
+mod eq_2;
 #[rustfmt::skip]
-mod lt;
+mod eq_3;
 #[rustfmt::skip]
-mod le;
+mod eq_4;
 #[rustfmt::skip]
-mod gt;
+mod eq_5;
 #[rustfmt::skip]
-mod ge;
+mod eq_6;
+#[rustfmt::skip]
+mod ne_1;
+#[rustfmt::skip]
+mod ne_2;
+#[rustfmt::skip]
+mod ne_3;
+#[rustfmt::skip]
+mod ne_4;
+#[rustfmt::skip]
+mod ne_5;
+#[rustfmt::skip]
+mod ne_6;
+#[rustfmt::skip]
+mod lt_1;
+#[rustfmt::skip]
+mod lt_2;
+#[rustfmt::skip]
+mod lt_3;
+#[rustfmt::skip]
+mod lt_4;
+#[rustfmt::skip]
+mod lt_5;
+#[rustfmt::skip]
+mod lt_6;
+#[rustfmt::skip]
+mod le_1;
+#[rustfmt::skip]
+mod le_2;
+#[rustfmt::skip]
+mod le_3;
+#[rustfmt::skip]
+mod le_4;
+#[rustfmt::skip]
+mod le_5;
+#[rustfmt::skip]
+mod le_6;
+#[rustfmt::skip]
+mod gt_1;
+#[rustfmt::skip]
+mod gt_2;
+#[rustfmt::skip]
+mod gt_3;
+#[rustfmt::skip]
+mod gt_4;
+#[rustfmt::skip]
+mod gt_5;
+#[rustfmt::skip]
+mod gt_6;
+#[rustfmt::skip]
+mod ge_1;
+#[rustfmt::skip]
+mod ge_2;
+#[rustfmt::skip]
+mod ge_3;
+#[rustfmt::skip]
+mod ge_4;
+#[rustfmt::skip]
+mod ge_5;
+#[rustfmt::skip]
+mod ge_6;
 #[rustfmt::skip]
 mod neg;
 #[rustfmt::skip]
@@ -65,13 +195,47 @@ mod num_programs;
 #[rustfmt::skip]
 mod arange;
 #[rustfmt::skip]
-mod cdiv;
+mod cdiv_1;
 #[rustfmt::skip]
-mod load;
+mod cdiv_2;
 #[rustfmt::skip]
-mod dot;
+mod cdiv_3;
 #[rustfmt::skip]
-mod dot_t;
+mod load_1;
+#[rustfmt::skip]
+mod load_2;
+#[rustfmt::skip]
+mod load_3;
+#[rustfmt::skip]
+mod load_4;
+#[rustfmt::skip]
+mod load_5;
+#[rustfmt::skip]
+mod load_6;
+#[rustfmt::skip]
+mod dot_1;
+#[rustfmt::skip]
+mod dot_2;
+#[rustfmt::skip]
+mod dot_3;
+#[rustfmt::skip]
+mod dot_4;
+#[rustfmt::skip]
+mod dot_5;
+#[rustfmt::skip]
+mod dot_6;
+#[rustfmt::skip]
+mod dot_t_1;
+#[rustfmt::skip]
+mod dot_t_2;
+#[rustfmt::skip]
+mod dot_t_3;
+#[rustfmt::skip]
+mod dot_t_4;
+#[rustfmt::skip]
+mod dot_t_5;
+#[rustfmt::skip]
+mod dot_t_6;
 #[rustfmt::skip]
 mod exp;
 #[rustfmt::skip]
@@ -115,11 +279,41 @@ mod round;
 #[rustfmt::skip]
 mod abs;
 #[rustfmt::skip]
-mod min2;
+mod min2_1;
 #[rustfmt::skip]
-mod max2;
+mod min2_2;
 #[rustfmt::skip]
-mod where_;
+mod min2_3;
+#[rustfmt::skip]
+mod min2_4;
+#[rustfmt::skip]
+mod min2_5;
+#[rustfmt::skip]
+mod min2_6;
+#[rustfmt::skip]
+mod max2_1;
+#[rustfmt::skip]
+mod max2_2;
+#[rustfmt::skip]
+mod max2_3;
+#[rustfmt::skip]
+mod max2_4;
+#[rustfmt::skip]
+mod max2_5;
+#[rustfmt::skip]
+mod max2_6;
+#[rustfmt::skip]
+mod where_1;
+#[rustfmt::skip]
+mod where_2;
+#[rustfmt::skip]
+mod where_3;
+#[rustfmt::skip]
+mod where_4;
+#[rustfmt::skip]
+mod where_5;
+#[rustfmt::skip]
+mod where_6;
 #[rustfmt::skip]
 mod rowsum;
 #[rustfmt::skip]
@@ -141,7 +335,17 @@ mod cumsum;
 #[rustfmt::skip]
 mod tril;
 #[rustfmt::skip]
-mod atomic_add;
+mod atomic_add_1;
+#[rustfmt::skip]
+mod atomic_add_2;
+#[rustfmt::skip]
+mod atomic_add_3;
+#[rustfmt::skip]
+mod atomic_add_4;
+#[rustfmt::skip]
+mod atomic_add_5;
+#[rustfmt::skip]
+mod atomic_add_6;
 #[rustfmt::skip]
 mod cast_bool;
 #[rustfmt::skip]

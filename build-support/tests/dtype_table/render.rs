@@ -25,29 +25,47 @@ pub struct Kernel {
     pub rows: BTreeMap<DType, usize>,
 }
 
+/// Cases per kernel at most. One op's cases (up to 144) made one kernel
+/// of up to 288 statements: rustc's borrow check and LLVM slow down more
+/// than linearly with function size, and at opt-level 0 (the facade's
+/// test profile) such a program's frame overflowed a test thread's 2 MiB
+/// stack. Ops with more cases get several kernels, `NAME_1`, `NAME_2`, ...
+pub const MAX_CASES_PER_KERNEL: usize = 24;
+
 pub fn kernels() -> Vec<Kernel> {
     let mut out = Vec::new();
     for op in ops() {
         for pending in [false, true] {
-            let mut rows: BTreeMap<DType, usize> = BTreeMap::new();
-            let mut cases = Vec::new();
-            for (args, typing) in op.allowed() {
-                if ptx_pending(&op, typing).is_some() != pending {
-                    continue;
+            let allowed: Vec<_> = op
+                .allowed()
+                .into_iter()
+                .filter(|(_, typing)| ptx_pending(&op, *typing).is_some() == pending)
+                .collect();
+            let parts = allowed.len().div_ceil(MAX_CASES_PER_KERNEL);
+            for (part, chunk) in allowed.chunks(MAX_CASES_PER_KERNEL).enumerate() {
+                let mut rows: BTreeMap<DType, usize> = BTreeMap::new();
+                let mut cases = Vec::new();
+                for (args, typing) in chunk {
+                    let r = rows.entry(out_dtype(&op, args, *typing)).or_default();
+                    cases.push(Case {
+                        args: args.clone(),
+                        typing: *typing,
+                        row: *r,
+                    });
+                    *r += 1;
                 }
-                let r = rows.entry(out_dtype(&op, &args, typing)).or_default();
-                cases.push(Case {
-                    args,
-                    typing,
-                    row: *r,
-                });
-                *r += 1;
-            }
-            if !cases.is_empty() {
-                let name = if pending {
-                    format!("{}_ptx_pending", op.name)
-                } else {
+                // `where_` (a keyword otherwise) loses its `_` before a suffix.
+                let mut suffix = String::new();
+                if pending {
+                    suffix += "_ptx_pending";
+                }
+                if parts > 1 {
+                    suffix += &format!("_{}", part + 1);
+                }
+                let name = if suffix.is_empty() {
                     op.name.to_string()
+                } else {
+                    format!("{}{suffix}", op.name.trim_end_matches('_'))
                 };
                 out.push(Kernel {
                     name,

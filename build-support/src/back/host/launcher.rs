@@ -13,6 +13,7 @@ use quote::{format_ident, quote};
 use super::expr::private;
 use super::grid;
 use super::names;
+use super::simd_bodies::{HostBodies, simd_bodies};
 use super::tile_slice;
 use super::{GenError, Generator};
 use crate::ir::{Builtin, Dim, Elem, Expr, ExprKind, Kernel, Param, ParamKind};
@@ -35,6 +36,7 @@ pub fn kernel_module(
     hash: u64,
     artifact: TokenStream,
     tune_lines: &[String],
+    bodies: HostBodies,
 ) -> Result<TokenStream, GenError> {
     let p = private();
     let generator = Generator::new(kernel);
@@ -168,8 +170,14 @@ pub fn kernel_module(
     let tune_lines = tune_lines.iter();
 
     let binding = dim_binding(kernel);
-    let (host_call, host_bodies) =
-        simd_bodies(&generator, kernel, &launcher_args, &forward_args, &dim_vars)?;
+    let (host_call, host_bodies) = simd_bodies(
+        &generator,
+        kernel,
+        bodies,
+        &launcher_args,
+        &forward_args,
+        &dim_vars,
+    )?;
     let cuda_fn = super::cuda_launch::cuda_dispatch(&generator, kernel)?;
     let slice_helper = if generator.uses_tile_slice.get() {
         tile_slice::helper()
@@ -526,82 +534,10 @@ fn dim_binding(kernel: &Kernel) -> TokenStream {
     out
 }
 
-/// The target features of the AVX-512 body: phobos-rt's
-/// `host::simd::AVX512_FEATURES`, which its run-time check detects (a test
-/// in the examples crate keeps the two lists equal).
-pub const AVX512_FEATURES: &str =
-    "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,bmi1,bmi2,lzcnt,popcnt,f16c";
-
-/// The target features of the AVX2 body (phobos-rt's `AVX2_FEATURES`).
-pub const AVX2_FEATURES: &str = "avx2,fma,bmi1,bmi2,lzcnt,popcnt,f16c";
-
-/// The host implementation as module-level functions, one per SIMD level
-/// (`__host_avx512`, `__host_avx2` under `#[target_feature]`, and
-/// `__host_portable`), and the `match` in `launch_with` that calls the one
-/// `host::simd_level()` picks. Closures inherit their function's target
-/// features, so every program body and fused loop inside is compiled for
-/// that level; the library's `#[inline]` functions are compiled into it.
-/// On x86-64 the portable body is the generic one (tune values read at
-/// run time): CPUs without AVX2 are rare there, and one body instead of one
-/// per config keeps the build smaller. Every body computes the same
-/// results bit for bit (rustc neither contracts to FMA nor reorders float
-/// operations).
-fn simd_bodies(
-    generator: &Generator<'_>,
-    kernel: &Kernel,
-    launcher_args: &[TokenStream],
-    forward_args: &[TokenStream],
-    dim_vars: &[proc_macro2::Ident],
-) -> Result<(TokenStream, TokenStream), GenError> {
-    let p = private();
-    let specialized = host_function(generator, kernel, true)?;
-    let generic = host_function(generator, kernel, false)?;
-    let params = quote!(
-        config: &Config,
-        __config_index: usize,
-        #(#dim_vars: usize,)*
-        #(#launcher_args),*
-    );
-    let args = quote!(config, __config_index, #(#dim_vars,)* #(#forward_args),*);
-    let bodies = quote! {
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = #AVX512_FEATURES)]
-        fn __host_avx512(#params) -> #p::Result<()> { #specialized }
-
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = #AVX2_FEATURES)]
-        fn __host_avx2(#params) -> #p::Result<()> { #specialized }
-
-        #[cfg(target_arch = "x86_64")]
-        fn __host_portable(#params) -> #p::Result<()> { #generic }
-
-        #[cfg(not(target_arch = "x86_64"))]
-        fn __host_portable(#params) -> #p::Result<()> { #specialized }
-    };
-    let call = quote! {
-        match #p::host::simd_level() {
-            #[cfg(target_arch = "x86_64")]
-            #p::host::SimdLevel::Avx512 => {
-                // SAFETY: `simd_level` returns Avx512 only when the CPU
-                // reported every feature `__host_avx512` is compiled for
-                // (phobos-rt's AVX512_FEATURES, equal to this crate's).
-                unsafe { __host_avx512(#args) }
-            }
-            #[cfg(target_arch = "x86_64")]
-            #p::host::SimdLevel::Avx2 => {
-                // SAFETY: as above, for AVX2_FEATURES and `__host_avx2`.
-                unsafe { __host_avx2(#args) }
-            }
-            _ => __host_portable(#args),
-        }
-    };
-    Ok((call, bodies))
-}
-
 /// The host implementation: views on the tensors, the config and dims as
 /// `i32` scalars, the grid, then every program in parallel; the program
 /// body once per config when `specialize` (else one generic body).
-fn host_function(
+pub(super) fn host_function(
     generator: &Generator<'_>,
     kernel: &Kernel,
     specialize: bool,

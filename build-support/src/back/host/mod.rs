@@ -14,9 +14,9 @@
 //! [`launcher::MAX_SPECIALIZED_CONFIGS`]) with the tune parameters as
 //! constants, so rustc folds tile dims; `launch_with` picks the body with
 //! one `match` per launch. That launch body is emitted once per SIMD
-//! level (`launcher::simd_bodies`: AVX-512 and AVX2 under
-//! `#[target_feature]`, and a portable one), and `launch_with` calls the
-//! one `host::simd_level()` picks. A tree of
+//! level (`simd_bodies`: AVX-512 and AVX2 under `#[target_feature]`, and
+//! a portable one; `PHOBOS_HOST_SIMD` can keep just one), and
+//! `launch_with` calls the one `host::simd_level()` picks. A tree of
 //! elementwise ops becomes one loop ([`fuse`]), written as a `for` loop in
 //! the body so it is compiled for the body's level. Loads that a fused
 //! loop or a reduction reads go through `host::load_in_place` and read
@@ -37,6 +37,7 @@ mod launcher;
 mod names;
 mod ownership;
 mod quant;
+mod simd_bodies;
 mod stmt;
 mod tile_slice;
 
@@ -51,7 +52,8 @@ use crate::ir::{Expr, Kernel, Local, LocalId, Module, Stmt};
 use crate::span::Span;
 
 pub use artifact::{EmbeddedPtx, EmbeddedVariant, PrunedVariant};
-pub use launcher::{AVX2_FEATURES, AVX512_FEATURES, source_hash};
+pub use launcher::source_hash;
+pub use simd_bodies::{AVX2_FEATURES, AVX512_FEATURES, HOST_SIMD_ENV, HostBodies};
 
 /// Something the host back end cannot generate, at a span of the kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,14 +93,18 @@ pub fn generate_with_ptx(
     source_text: &str,
     ptx_for: impl FnMut(&Kernel) -> Option<EmbeddedPtx>,
 ) -> Result<TokenStream, Vec<GenError>> {
-    generate_with(module, source_text, ptx_for, |_| Vec::new())
+    generate_with(module, source_text, HostBodies::All, ptx_for, |_| {
+        Vec::new()
+    })
 }
 
-/// [`generate_with_ptx`], with each kernel's `TUNE_TABLE` holding the lines
+/// [`generate_with_ptx`], with the host bodies `bodies` keeps
+/// (`PHOBOS_HOST_SIMD`) and each kernel's `TUNE_TABLE` holding the lines
 /// `tune_table_for(kernel)` returns (its entries of an embedded tune table).
 pub fn generate_with(
     module: &Module,
     source_text: &str,
+    bodies: HostBodies,
     mut ptx_for: impl FnMut(&Kernel) -> Option<EmbeddedPtx>,
     mut tune_table_for: impl FnMut(&Kernel) -> Vec<String>,
 ) -> Result<TokenStream, Vec<GenError>> {
@@ -109,7 +115,7 @@ pub fn generate_with(
         let ptx = ptx_for(kernel);
         let artifact = artifact::artifact_static(kernel, hash, ptx.as_ref());
         let tune_lines = tune_table_for(kernel);
-        match launcher::kernel_module(kernel, hash, artifact, &tune_lines) {
+        match launcher::kernel_module(kernel, hash, artifact, &tune_lines, bodies) {
             Ok(tokens) => out.extend(tokens),
             Err(error) => errors.push(error),
         }

@@ -371,6 +371,85 @@ fn each_simd_level_gets_a_body_and_launch_with_picks_one() {
     assert!(portable.contains("config . TM as i32"), "{portable}");
 }
 
+fn generated_with_bodies(text: &str, bodies: super::HostBodies) -> String {
+    let module = check_source(&Source::file("test.ph", text)).expect("test kernels are valid");
+    super::generate_with(&module, text, bodies, |_| None, |_| Vec::new())
+        .expect("generates")
+        .to_string()
+}
+
+#[test]
+fn one_level_builds_emit_one_body_and_refuse_lower_levels_at_launch() {
+    use super::HostBodies;
+    let avx512 = generated_with_bodies(GEMM, HostBodies::Avx512);
+    assert!(avx512.contains("fn __host_avx512"), "{avx512}");
+    assert!(!avx512.contains("fn __host_avx2"), "{avx512}");
+    // The only portable body left is the one other architectures use.
+    assert_eq!(avx512.matches("fn __host_portable").count(), 1, "{avx512}");
+    assert!(
+        avx512.contains("__level => :: core :: result :: Result :: Err (:: phobos :: __private :: Error :: HostSimdUnavailable { kernel : \"mm\" . to_string () , built : \"avx512\" , level : __level . name () , })"),
+        "{avx512}"
+    );
+
+    let avx2 = generated_with_bodies(GEMM, HostBodies::Avx2);
+    assert!(avx2.contains("fn __host_avx2"), "{avx2}");
+    assert!(!avx2.contains("fn __host_avx512"), "{avx2}");
+    assert!(
+        avx2.contains(
+            "SimdLevel :: Avx512 | :: phobos :: __private :: host :: SimdLevel :: Avx2 =>"
+        ),
+        "{avx2}"
+    );
+
+    let portable = generated_with_bodies(GEMM, HostBodies::Portable);
+    assert!(!portable.contains("fn __host_avx"), "{portable}");
+    assert!(!portable.contains("HostSimdUnavailable"), "{portable}");
+    assert_eq!(
+        portable.matches("fn __host_portable").count(),
+        2,
+        "{portable}"
+    );
+
+    let all = generated_with_bodies(GEMM, HostBodies::All);
+    assert_eq!(all, generated(GEMM).unwrap(), "All is the default");
+    assert!(!all.contains("HostSimdUnavailable"), "{all}");
+}
+
+#[test]
+fn host_simd_values_parse_and_native_is_this_machines_level() {
+    use super::HostBodies;
+    for bodies in [
+        HostBodies::All,
+        HostBodies::Avx512,
+        HostBodies::Avx2,
+        HostBodies::Portable,
+    ] {
+        assert_eq!(HostBodies::parse(bodies.name()), Ok(bodies));
+    }
+    assert_eq!(HostBodies::parse(""), Ok(HostBodies::All));
+    assert_eq!(HostBodies::parse(" avx2 "), Ok(HostBodies::Avx2));
+    assert_eq!(HostBodies::parse("native"), Ok(HostBodies::native()));
+    let error = HostBodies::parse("sse4").unwrap_err();
+    assert!(
+        error.contains("PHOBOS_HOST_SIMD=\"sse4\"") && error.contains("native"),
+        "{error}"
+    );
+    #[cfg(target_arch = "x86_64")]
+    {
+        let expected = if std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("avx512dq")
+        {
+            HostBodies::Avx512
+        } else if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            HostBodies::Avx2
+        } else {
+            HostBodies::Portable
+        };
+        assert_eq!(HostBodies::native(), expected);
+    }
+}
+
 #[test]
 fn program_owned_tensors_get_plain_stores_when_the_grid_does_not_wrap() {
     let out = generated(GEMM).unwrap();
