@@ -525,6 +525,25 @@ fn simd_q8_quantizer_equals_the_plain_one() {
     }
 }
 
+/// Rows wide enough that the AVX-512 prompt tile's packed group outgrows
+/// L1D and is walked in chunks of blocks by blocks of weight rows
+/// (`x86/k_512_tile.rs`): ragged chunks (7 and 14 blocks), a ragged last
+/// row block (19 and 9 rows), full and partial 16-row groups.
+#[test]
+fn wide_k_quant_rows_equal_the_plain_reference() {
+    for ty in [GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K] {
+        for (rows, blocks, m_rows) in [(19, 7, 17), (9, 11, 16), (3, 14, 5), (10, 13, 33)] {
+            check_exact(
+                ty,
+                rows,
+                256 * blocks,
+                m_rows,
+                rows as u64 + 7 * blocks as u64,
+            );
+        }
+    }
+}
+
 #[test]
 fn threaded_activation_quantization_equals_serial() {
     for (weight_ty, cols) in [
