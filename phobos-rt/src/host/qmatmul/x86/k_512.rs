@@ -15,6 +15,7 @@ use phobos_quant::{GgmlType, QK_K};
 use super::kquants::block_bytes;
 use super::{f16_at, hsum4, hsum8, load64};
 use crate::host::qmatmul::activations::Q8_K_BYTES;
+use crate::host::qmatmul::kernels::PREFETCH_AHEAD_BYTES;
 use crate::host::qmatmul::portable::{f32_at, u32_at};
 
 const Q4_K: u32 = GgmlType::Q4_K as u32;
@@ -173,72 +174,99 @@ unsafe fn unpack<const F: u32>(w: &[u8]) -> Unpacked {
     }
 }
 
-/// One weight row of Q4_K, Q5_K or Q6_K times `R` Q8_K activation rows,
-/// in the order of `portable::row_dot`.
+/// `W` weight rows of Q4_K, Q5_K or Q6_K times `R` Q8_K activation rows,
+/// each pair in the order of `portable::row_dot`; returns `[w][r]`. Two
+/// weight rows per pass give decode (`R` = 1) two independent chains per
+/// block and share each activation load between them.
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA, F16C and AVX-512 F, BW, VL and VNNI. `F`
 /// is one of the three formats, and each activation row holds as many
-/// Q8_K blocks (levels in -127..=127) as `w_row` has blocks.
+/// Q8_K blocks (levels in -127..=127) as every weight row has blocks.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 // `_mm512_dpwssd_epi32` is stable since Rust 1.89; the workspace declares
 // 1.88 (the lead bumps rust-version at merge).
 #[allow(clippy::incompatible_msrv)]
-pub(in crate::host::qmatmul) fn k_rows_512<const F: u32, const R: usize>(
-    w_row: &[u8],
+pub(in crate::host::qmatmul) fn k_rows_512<const F: u32, const W: usize, const R: usize>(
+    w_rows: [&[u8]; W],
     a_rows: [&[u8]; R],
-) -> [f32; R] {
+) -> [[f32; R]; W] {
     let w_bytes = block_bytes(F);
-    let mut acc = [_mm256_setzero_ps(); R];
-    let mut acc_mins = [_mm_setzero_ps(); R];
-    let mut summs = [0.0f32; R];
-    for (b, w) in w_row.chunks_exact(w_bytes).enumerate() {
-        // SAFETY: this function's features cover the helper's.
-        let u = unsafe { unpack::<F>(w) };
+    let n_blocks = w_rows
+        .iter()
+        .map(|row| row.len() / w_bytes)
+        .min()
+        .unwrap_or(0);
+    let mut acc = [[_mm256_setzero_ps(); R]; W];
+    let mut acc_mins = [[_mm_setzero_ps(); R]; W];
+    let mut summs = [[0.0f32; R]; W];
+    for b in 0..n_blocks {
+        // (Loops, not `array::from_fn`: its closure would not inline into
+        // this `target_feature` function.)
+        if R == 1 {
+            // Decode reads each matrix from memory once; the rows of a
+            // pass lie back to back, as in a tensor.
+            let front = w_rows[0]
+                .as_ptr()
+                .wrapping_add(PREFETCH_AHEAD_BYTES + b * W * w_bytes);
+            for line in (0..W * w_bytes).step_by(64) {
+                _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(line).cast());
+            }
+        }
+        let mut blocks = [const { None }; W];
+        for (block, row) in blocks.iter_mut().zip(&w_rows) {
+            // SAFETY: this function's features cover the helper's.
+            *block = Some(unsafe { unpack::<F>(&row[b * w_bytes..(b + 1) * w_bytes]) });
+        }
         for r in 0..R {
             let a = &a_rows[r][b * Q8_K_BYTES..(b + 1) * Q8_K_BYTES];
             let yd = f32_at(a, 0);
-            let mut wide = _mm512_setzero_si512();
-            for pair in 0..4 {
-                let aq = load64(&a[4 + 64 * pair..]);
-                let products = _mm512_maddubs_epi16(u.levels[pair], aq);
-                wide = _mm512_dpwssd_epi32(wide, u.scales[pair], products);
-            }
-            let mut sumi = _mm256_add_epi32(
-                _mm512_castsi512_si256(wide),
-                _mm512_extracti64x4_epi64(wide, 1),
-            );
+            let aq: [__m512i; 4] = std::array::from_fn(|pair| load64(&a[4 + 64 * pair..]));
             let bsums = super::load32(&a[4 + QK_K..]);
-            if F == Q4_K || F == Q5_K {
-                let pair_sums = _mm_hadd_epi16(
-                    _mm256_castsi256_si128(bsums),
-                    _mm256_extracti128_si256(bsums, 1),
-                );
-                let prod = _mm_madd_epi16(_mm256_castsi256_si128(u.extra), pair_sums);
-                let dmin = -yd * u.dmin;
-                if F == Q4_K {
-                    acc_mins[r] =
-                        _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_mins[r]);
-                } else {
-                    let total = _mm_hadd_epi32(_mm_hadd_epi32(prod, prod), prod);
-                    let total = _mm_cvtsi128_si32(total);
-                    summs[r] = dmin.mul_add(total as f32, summs[r]);
+            let pair_sums = _mm_hadd_epi16(
+                _mm256_castsi256_si128(bsums),
+                _mm256_extracti128_si256(bsums, 1),
+            );
+            for (i, block) in blocks.iter().enumerate() {
+                let Some(u) = block else { continue };
+                let mut wide = _mm512_setzero_si512();
+                for (pair, &aq) in aq.iter().enumerate() {
+                    let products = _mm512_maddubs_epi16(u.levels[pair], aq);
+                    wide = _mm512_dpwssd_epi32(wide, u.scales[pair], products);
                 }
-            } else {
-                let offset = _mm256_slli_epi32(_mm256_madd_epi16(bsums, u.extra), 5);
-                sumi = _mm256_sub_epi32(sumi, offset);
+                let mut sumi = _mm256_add_epi32(
+                    _mm512_castsi512_si256(wide),
+                    _mm512_extracti64x4_epi64(wide, 1),
+                );
+                if F == Q4_K || F == Q5_K {
+                    let prod = _mm_madd_epi16(_mm256_castsi256_si128(u.extra), pair_sums);
+                    let dmin = -yd * u.dmin;
+                    if F == Q4_K {
+                        acc_mins[i][r] =
+                            _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_mins[i][r]);
+                    } else {
+                        let total = _mm_hadd_epi32(_mm_hadd_epi32(prod, prod), prod);
+                        let total = _mm_cvtsi128_si32(total);
+                        summs[i][r] = dmin.mul_add(total as f32, summs[i][r]);
+                    }
+                } else {
+                    let offset = _mm256_slli_epi32(_mm256_madd_epi16(bsums, u.extra), 5);
+                    sumi = _mm256_sub_epi32(sumi, offset);
+                }
+                let d = _mm256_set1_ps(yd * u.d);
+                acc[i][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc[i][r]);
             }
-            let d = _mm256_set1_ps(yd * u.d);
-            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc[r]);
         }
     }
-    let mut out = [0.0f32; R];
-    for r in 0..R {
-        out[r] = match F {
-            Q4_K => hsum8(acc[r]) + hsum4(acc_mins[r]),
-            Q5_K => hsum8(acc[r]) + summs[r],
-            _ => hsum8(acc[r]),
-        };
+    let mut out = [[0.0f32; R]; W];
+    for i in 0..W {
+        for r in 0..R {
+            out[i][r] = match F {
+                Q4_K => hsum8(acc[i][r]) + hsum4(acc_mins[i][r]),
+                Q5_K => hsum8(acc[i][r]) + summs[i][r],
+                _ => hsum8(acc[i][r]),
+            };
+        }
     }
     out
 }
