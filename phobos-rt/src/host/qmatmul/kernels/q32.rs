@@ -264,8 +264,28 @@ fn q32_512_group<const F: u32, const R: usize>(
     n_range: Range<usize>,
     store: &mut impl FnMut(usize, usize, f32),
 ) {
-    use crate::host::qmatmul::x86::q32_rows_512;
-    let a_rows = act_rows::<R>(acts, m0);
+    use crate::host::qmatmul::x86::{q32_rows_512, seed_shift};
+    thread_local! {
+        static SEEDS: std::cell::Cell<Vec<i32>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let mut a_rows = act_rows::<R>(acts, m0);
+    // Prompt groups: the kernel's dot seeds (`-2^s` times the lane sums)
+    // shifted once here instead of once per weight-row pass (a vector
+    // shift per activation row and block on the multiply pipes: Zen 4,
+    // 1024x640 Q5_0, M = 512, BENCHMARKS.md session 17).
+    let mut seeds = SEEDS.take();
+    if R > 1 {
+        let shift = seed_shift(F);
+        seeds.clear();
+        for row in &a_rows {
+            seeds.extend(row.neg_sums.iter().map(|&sum| sum.wrapping_shl(shift)));
+        }
+        let per_row = seeds.len() / R;
+        for (r, row) in a_rows.iter_mut().enumerate() {
+            row.neg_sums = &seeds[r * per_row..(r + 1) * per_row];
+        }
+    }
+    let shifted = R > 1;
     let mut n = n_range.start;
     while n < n_range.end {
         let left = n_range.end - n;
@@ -276,6 +296,7 @@ fn q32_512_group<const F: u32, const R: usize>(
         unsafe {
             if left >= 4 {
                 let out = q32_rows_512::<F, 2, R>(
+                    shifted,
                     [[w.row(n), w.row(n + 1)], [w.row(n + 2), w.row(n + 3)]],
                     a_rows,
                 );
@@ -289,7 +310,7 @@ fn q32_512_group<const F: u32, const R: usize>(
                 n += 4;
             } else {
                 let second = if left >= 2 { n + 1 } else { n };
-                let [pair] = q32_rows_512::<F, 1, R>([[w.row(n), w.row(second)]], a_rows);
+                let [pair] = q32_rows_512::<F, 1, R>(shifted, [[w.row(n), w.row(second)]], a_rows);
                 for (half, values) in pair.iter().enumerate().take(second - n + 1) {
                     for (r, &value) in values.iter().enumerate() {
                         store(m0 + r, n + half, value);
@@ -299,6 +320,7 @@ fn q32_512_group<const F: u32, const R: usize>(
             }
         }
     }
+    SEEDS.set(seeds);
 }
 
 /// IQ4_NL times a single activation row (ggml's two-accumulator order),

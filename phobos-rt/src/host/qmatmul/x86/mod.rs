@@ -20,7 +20,7 @@ pub(super) use k_512_tile::{K_TILE_ROWS, KPackedActs, k_tile_512};
 pub(super) use kquants::{has_k_avx2, k_rows_avx2};
 pub(super) use legacy::iq4nl_single_avx2;
 pub(super) use legacy::{q32_rows_avx2, q32_rows_vnni};
-pub(super) use q32_512::{ActRow, has_q32_512, iq4nl_single_512, q32_rows_512};
+pub(super) use q32_512::{ActRow, has_q32_512, iq4nl_single_512, q32_rows_512, seed_shift};
 pub(super) use q32_avx2::{PackedActs, UnpackedWeights, q32_tile_avx2, q32_tile_unpacked_avx2};
 pub(super) use quantize::{levels_q8_avx2, levels_q8_sums_avx2, quantize_q8_k_avx2};
 

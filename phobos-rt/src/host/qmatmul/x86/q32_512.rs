@@ -135,25 +135,39 @@ const KVALUES_IQ4NL_OFFSET: [u8; 16] = {
     table
 };
 
-/// The lane sums of one activation block times `-2^s`, in both halves.
+/// `s` of format `F`'s offset `2^s` (the stored level minus the signed one).
+pub(in crate::host::qmatmul) const fn seed_shift(f: u32) -> u32 {
+    match f {
+        Q4_0 => 3,
+        Q5_0 => 4,
+        _ => 7,
+    }
+}
+
+/// The lane sums of one activation block times `-2^s`, in both halves;
+/// `shifted`: `neg_sums` already holds them times `2^s`.
 ///
 /// # Safety
 /// `neg_sums` points at eight readable i32; AVX-512 F.
 #[inline(always)]
-unsafe fn offset_seed<const F: u32>(neg_sums: *const i32) -> __m512i {
+unsafe fn offset_seed<const F: u32>(neg_sums: *const i32, shifted: bool) -> __m512i {
     // SAFETY: the caller's contract.
     unsafe {
         let both = _mm512_broadcast_i64x4(_mm256_loadu_si256(neg_sums.cast()));
+        if shifted {
+            return both;
+        }
         match F {
-            Q4_0 => _mm512_slli_epi32::<3>(both),
-            Q5_0 => _mm512_slli_epi32::<4>(both),
-            _ => _mm512_slli_epi32::<7>(both),
+            Q4_0 => _mm512_slli_epi32::<{ seed_shift(Q4_0) }>(both),
+            Q5_0 => _mm512_slli_epi32::<{ seed_shift(Q5_0) }>(both),
+            _ => _mm512_slli_epi32::<{ seed_shift(Q8_0) }>(both),
         }
     }
 }
 
 /// One activation row as the kernel reads it: Q8_0 blocks, their f32
-/// scales and negated lane sums (`QActivations`).
+/// scales and negated lane sums (`QActivations`; [`q32_rows_512`] may take
+/// them already shifted).
 #[derive(Clone, Copy)]
 pub(in crate::host::qmatmul) struct ActRow<'a> {
     pub blocks: &'a [u8],
@@ -162,7 +176,8 @@ pub(in crate::host::qmatmul) struct ActRow<'a> {
 }
 
 /// `2P` weight rows (as `P` pairs) of format `F` times `R` activation
-/// rows. Returns `[pair][half][r]`.
+/// rows. Returns `[pair][half][r]`. `seeds_shifted`: each activation row's
+/// `neg_sums` already times `2^seed_shift(F)`.
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA, F16C and AVX-512 F, BW, VL and VNNI.
@@ -173,6 +188,7 @@ pub(in crate::host::qmatmul) struct ActRow<'a> {
 // 1.88 (the lead bumps rust-version at merge).
 #[allow(clippy::incompatible_msrv)]
 pub(in crate::host::qmatmul) fn q32_rows_512<const F: u32, const P: usize, const R: usize>(
+    seeds_shifted: bool,
     w_rows: [[&[u8]; 2]; P],
     acts: [ActRow<'_>; R],
 ) -> [[[f32; R]; 2]; P] {
@@ -229,7 +245,7 @@ pub(in crate::host::qmatmul) fn q32_rows_512<const F: u32, const P: usize, const
                 let a = acts[r].blocks.as_ptr().add(b * Q8_0_BYTES + 2);
                 (
                     _mm512_broadcast_i64x4(_mm256_loadu_si256(a.cast())),
-                    offset_seed::<F>(acts[r].neg_sums.as_ptr().add(8 * b)),
+                    offset_seed::<F>(acts[r].neg_sums.as_ptr().add(8 * b), seeds_shifted),
                     _mm512_set1_ps(*acts[r].scales.as_ptr().add(b)),
                 )
             };
@@ -287,7 +303,7 @@ pub(in crate::host::qmatmul) fn iq4nl_single_512<const P: usize>(
             let a = act.blocks.as_ptr().add(b * Q8_0_BYTES + 2);
             (
                 _mm512_broadcast_i64x4(_mm256_loadu_si256(a.cast())),
-                offset_seed::<IQ4_NL>(act.neg_sums.as_ptr().add(8 * b)),
+                offset_seed::<IQ4_NL>(act.neg_sums.as_ptr().add(8 * b), false),
                 _mm512_set1_ps(*act.scales.as_ptr().add(b)),
             )
         };
