@@ -1,5 +1,6 @@
 //! The `phobos` command line.
 
+mod allocator;
 mod cli;
 mod inspect;
 mod server;
@@ -66,6 +67,7 @@ enum Command {
 /// (which `fn main() -> Result` would print). Usage errors are clap's
 /// (status 2).
 fn main() -> std::process::ExitCode {
+    allocator::keep_freed_memory();
     match run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {

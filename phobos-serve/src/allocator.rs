@@ -1,0 +1,44 @@
+//! glibc's allocator settings for the engine's working set.
+//!
+//! A prompt batch allocates activations of a few MiB per layer and frees
+//! them again. Left at its defaults, glibc hands such blocks to `mmap` or
+//! trims them off the heap's top as soon as they are freed, so the next
+//! layer's allocation faults every page in afresh (and unmapping memory two
+//! threads touched costs a TLB shootdown). Keeping freed memory in the heap
+//! measured pp512 490 -> 618-633 t/s on Gemma 3 270M, two threads, Zen 4
+//! (BENCHMARKS.md, session 17). A user's own `MALLOC_MMAP_THRESHOLD_`,
+//! `MALLOC_TRIM_THRESHOLD_` or `GLIBC_TUNABLES` wins: nothing is set then.
+
+/// Allocations below this come from the heap (glibc's largest allowed
+/// value on 64-bit targets).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MMAP_THRESHOLD_BYTES: libc::c_int = 32 << 20;
+/// Free memory at the heap's top kept before glibc returns it.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const TRIM_THRESHOLD_BYTES: libc::c_int = 256 << 20;
+
+/// Applies the settings above unless the environment sets the allocator's.
+pub fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let user_set = [
+            "MALLOC_MMAP_THRESHOLD_",
+            "MALLOC_TRIM_THRESHOLD_",
+            "GLIBC_TUNABLES",
+        ]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some());
+        if user_set {
+            return;
+        }
+        // SAFETY: `mallopt` only changes allocator parameters; it runs
+        // before the engine's threads start allocating.
+        let applied = unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
+                && libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1
+        };
+        if !applied {
+            tracing::debug!("glibc refused the allocator settings; keeping its defaults");
+        }
+    }
+}
