@@ -17,18 +17,26 @@ const MMAP_THRESHOLD_BYTES: libc::c_int = 32 << 20;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const TRIM_THRESHOLD_BYTES: libc::c_int = 256 << 20;
 
+/// The environment variables through which a user tunes glibc's allocator.
+#[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))]
+const USER_VARIABLES: [&str; 3] = [
+    "MALLOC_MMAP_THRESHOLD_",
+    "MALLOC_TRIM_THRESHOLD_",
+    "GLIBC_TUNABLES",
+];
+
+/// Whether any of the user's allocator variables is set (`is_set` asks the
+/// environment; a test passes its own).
+#[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))]
+fn user_configured(is_set: impl Fn(&str) -> bool) -> bool {
+    USER_VARIABLES.iter().any(|name| is_set(name))
+}
+
 /// Applies the settings above unless the environment sets the allocator's.
 pub fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        let user_set = [
-            "MALLOC_MMAP_THRESHOLD_",
-            "MALLOC_TRIM_THRESHOLD_",
-            "GLIBC_TUNABLES",
-        ]
-        .iter()
-        .any(|name| std::env::var_os(name).is_some());
-        if user_set {
+        if user_configured(|name| std::env::var_os(name).is_some()) {
             return;
         }
         // SAFETY: `mallopt` only changes allocator parameters; it runs
@@ -40,5 +48,19 @@ pub fn keep_freed_memory() {
         if !applied {
             tracing::debug!("glibc refused the allocator settings; keeping its defaults");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_glibc_allocator_variable_leaves_the_settings_alone() {
+        assert!(!user_configured(|_| false));
+        for variable in USER_VARIABLES {
+            assert!(user_configured(|name| name == variable), "{variable}");
+        }
+        assert!(!user_configured(|name| name == "MALLOC_ARENA_MAX"));
     }
 }

@@ -13,7 +13,7 @@ use std::arch::x86_64::*;
 use phobos_quant::{GgmlType, QK_K};
 
 use super::kquants::block_bytes;
-use super::{f16_at, hsum4, hsum8, load64};
+use super::{f16_at, k_row_total, load64};
 use crate::host::qmatmul::activations::Q8_K_BYTES;
 use crate::host::qmatmul::kernels::PREFETCH_AHEAD_BYTES;
 use crate::host::qmatmul::portable::{f32_at, u32_at};
@@ -261,11 +261,7 @@ pub(in crate::host::qmatmul) fn k_rows_512<const F: u32, const W: usize, const R
     let mut out = [[0.0f32; R]; W];
     for i in 0..W {
         for r in 0..R {
-            out[i][r] = match F {
-                Q4_K => hsum8(acc[i][r]) + hsum4(acc_mins[i][r]),
-                Q5_K => hsum8(acc[i][r]) + summs[i][r],
-                _ => hsum8(acc[i][r]),
-            };
+            out[i][r] = k_row_total::<F>(acc[i][r], acc_mins[i][r], summs[i][r]);
         }
     }
     out

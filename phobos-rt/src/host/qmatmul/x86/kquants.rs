@@ -21,7 +21,7 @@ use std::ops::Range;
 use phobos_quant::{GgmlType, QK_K};
 
 use super::f16_at;
-use super::{hsum4, hsum8, iq4_lookup, load16, load32, nibbles};
+use super::{hsum8, iq4_lookup, k_row_total, load16, load32, nibbles};
 use crate::host::qmatmul::activations::Q8_K_BYTES;
 use crate::host::qmatmul::portable::f32_at;
 
@@ -533,9 +533,7 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize>(
                     ];
                     hsum8(acc[i][r]) + ((t[0] + t[2]) + (t[1] + t[3]))
                 }
-                Q4_K => hsum8(acc[i][r]) + hsum4(acc_mins[i][r]),
-                Q5_K => hsum8(acc[i][r]) + summs[i][r],
-                _ => hsum8(acc[i][r]),
+                _ => k_row_total::<F>(acc[i][r], acc_mins[i][r], summs[i][r]),
             };
         }
     }

@@ -109,6 +109,21 @@ fn hsum4(x: __m128) -> f32 {
     _mm_cvtss_f32(_mm_add_ss(sum2, _mm_movehdup_ps(sum2)))
 }
 
+/// A K-quant (weight row, activation row) result from its per-lane sums,
+/// in `portable::row_dot`'s order: the main lanes' sum, plus Q4_K's four
+/// min lanes or Q5_K's scalar min term (other formats have neither).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn k_row_total<const F: u32>(acc: __m256, acc_mins: __m128, summs: f32) -> f32 {
+    const Q4_K: u32 = phobos_quant::GgmlType::Q4_K as u32;
+    const Q5_K: u32 = phobos_quant::GgmlType::Q5_K as u32;
+    match F {
+        Q4_K => hsum8(acc) + hsum4(acc_mins),
+        Q5_K => hsum8(acc) + summs,
+        _ => hsum8(acc),
+    }
+}
+
 /// 16 packed bytes to 32 nibbles: low nibbles first, then high ones.
 #[inline]
 #[target_feature(enable = "avx2")]

@@ -15,7 +15,6 @@ use std::arch::x86_64::*;
 use phobos_quant::GgmlType;
 
 use crate::host::qmatmul::activations::Q8_0_BYTES;
-use crate::host::qmatmul::kernels::PREFETCH_AHEAD_BYTES;
 use crate::host::qmatmul::portable::{KVALUES_IQ4NL, iq4nl_add_tail};
 
 const Q4_0: u32 = GgmlType::Q4_0 as u32;
@@ -210,12 +209,10 @@ pub(in crate::host::qmatmul) fn q32_rows_512<const F: u32, const P: usize, const
     if n_blocks == usize::MAX {
         n_blocks = 0;
     }
-    // Decode streams every weight once: fetch the rows
-    // `PREFETCH_AHEAD_BYTES` on (later calls', when rows lie back to back
-    // as in a tensor) while these are computed. A prefetch never faults,
-    // whatever the address. One pass's rows ahead (2.7 KiB for Q8_0 at
-    // K = 640) was too short on Zen 4: see BENCHMARKS.md, session 17.
-    let ahead = (2 * P * w_rows[0][0].len()).max(PREFETCH_AHEAD_BYTES);
+    // Decode streams every weight once: fetch the rows after these (the
+    // next call's, when rows lie back to back as in a tensor) while these
+    // are computed. A prefetch never faults, whatever the address.
+    let ahead = 2 * P * w_rows[0][0].len();
     let mut acc = [[_mm512_setzero_ps(); R]; P];
     for b in 0..n_blocks {
         let mut levels = [_mm512_setzero_si512(); P];
