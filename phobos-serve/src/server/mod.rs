@@ -45,13 +45,20 @@ pub struct ServeArgs {
     /// without --api-key logs a warning.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
+    /// The address part of --listen alone (llama-server's spelling).
+    #[arg(long)]
+    pub host: Option<std::net::IpAddr>,
+    /// The port part of --listen alone (llama-server's spelling; 0 picks a
+    /// free one).
+    #[arg(long)]
+    pub port: Option<u16>,
     /// Slots: requests generated at once by continuous batching.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub parallel: u32,
     /// Total KV-cache tokens, split evenly over the --parallel slots (as
     /// llama-server's -c): each slot holds ctx-size / parallel tokens of
     /// prompt plus answer. Default: 4096 per slot.
-    #[arg(long)]
+    #[arg(short = 'c', long)]
     pub ctx_size: Option<usize>,
     /// Requests that may wait for a free slot (at least 1); more are
     /// answered 503 with Retry-After.
@@ -129,6 +136,18 @@ impl ServeArgs {
         Ok(args.args)
     }
 
+    /// The address to listen on: --listen with --host and --port applied.
+    pub fn listen_addr(&self) -> SocketAddr {
+        let mut addr = self.listen;
+        if let Some(host) = self.host {
+            addr.set_ip(host);
+        }
+        if let Some(port) = self.port {
+            addr.set_port(port);
+        }
+        addr
+    }
+
     fn context_len_per_slot(&self) -> usize {
         self.ctx_size
             .map_or(4096, |total| total / self.parallel as usize)
@@ -188,9 +207,10 @@ where
             max_body_bytes: args.max_body_bytes,
             read_timeout,
         });
-        let listener = tokio::net::TcpListener::bind(args.listen)
+        let listen = args.listen_addr();
+        let listener = tokio::net::TcpListener::bind(listen)
             .await
-            .with_context(|| format!("listening on {}", args.listen))?;
+            .with_context(|| format!("listening on {listen}"))?;
         let local = listener
             .local_addr()
             .context("reading the listening address")?;
@@ -244,4 +264,32 @@ where
         }
         result.context("serving HTTP")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(flags: &[&str]) -> ServeArgs {
+        let argv = ["phobos", "model.gguf"].iter().chain(flags);
+        match ServeArgsOnly::try_parse_from(argv) {
+            Ok(parsed) => parsed.args,
+            Err(error) => panic!("{flags:?}: {error}"),
+        }
+    }
+
+    #[test]
+    fn host_and_port_replace_their_part_of_listen() {
+        assert_eq!(parse(&[]).listen_addr().to_string(), "127.0.0.1:8080");
+        assert_eq!(
+            parse(&["--port", "9001"]).listen_addr().to_string(),
+            "127.0.0.1:9001"
+        );
+        let both = parse(&["--listen", "127.0.0.1:7000", "--host", "0.0.0.0"]);
+        assert_eq!(both.listen_addr().to_string(), "0.0.0.0:7000");
+        let v6 = parse(&["--host", "::1", "--port", "0"]);
+        assert_eq!(v6.listen_addr().to_string(), "[::1]:0");
+        assert_eq!(parse(&["-c", "8192"]).ctx_size, Some(8192));
+    }
 }
