@@ -192,3 +192,35 @@ fn n_choices_and_logit_bias() {
     assert_eq!(text, detok.json()["content"].as_str().unwrap(), "{answer}");
     server.wait_idle();
 }
+
+#[test]
+fn a_request_whose_json_schema_dead_ends_fails_alone() {
+    let Some(gemma) = serve_common::gemma() else {
+        return;
+    };
+    let server = Server::start_engine(&gemma, &["--parallel", "2", "--ctx-size", "1024"]);
+    // Admits no value at all: past the whitespace JSON allows before a
+    // value, the format's sampler finds no token to continue.
+    let dead_end = json!({
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 100,
+        "response_format": {"type": "json_schema",
+            "json_schema": {"name": "loop", "schema": {"anyOf": [{"$ref": "#"}]}}},
+    });
+    let innocent = json!({"prompt": PROMPTS[2], "max_tokens": 200, "temperature": 0,
+        "ignore_eos": true});
+    let (dead, fine) = std::thread::scope(|scope| {
+        let fine = scope.spawn(|| server.request("POST", "/v1/completions", &innocent.to_string()));
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let dead = server.request("POST", "/v1/chat/completions", &dead_end.to_string());
+        (dead, fine.join().unwrap())
+    });
+    assert_ne!(dead.status, 200, "{}", dead.text());
+    assert_eq!(fine.status, 200, "{}", fine.text());
+    assert_eq!(
+        fine.json()["usage"]["completion_tokens"],
+        200,
+        "{}",
+        fine.text()
+    );
+}

@@ -111,9 +111,12 @@ pub trait InferenceBackend: ModelInfo {
     /// each `(slot, params)` sample the next token from the slot's current
     /// logits, append it to the slot's cache and compute the logits after it
     /// (all slots in one batched forward pass). Returns one output per input,
-    /// in order.
+    /// in order: a slot whose own step failed (its response format admits
+    /// no next token, say) gets its error there and is not fed, so one
+    /// request's failure never ends the others'. `Err` is for failures of
+    /// the whole batch (the forward pass).
     fn decode_step(
         &self,
         batch: &mut [(&mut Self::Slot, &SamplingParams)],
-    ) -> Result<Vec<StepOutput>, BackendError>;
+    ) -> Result<Vec<Result<StepOutput, BackendError>>, BackendError>;
 }

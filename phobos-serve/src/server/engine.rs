@@ -197,56 +197,21 @@ impl InferenceBackend for EngineBackend {
     fn decode_step(
         &self,
         batch: &mut [(&mut EngineSlot, &SamplingParams)],
-    ) -> Result<Vec<StepOutput>, BackendError> {
+    ) -> Result<Vec<Result<StepOutput, BackendError>>, BackendError> {
         let mut outputs = Vec::with_capacity(batch.len());
-        let mut next_tokens = Vec::with_capacity(batch.len());
         for (slot, params) in batch.iter_mut() {
-            if slot.logits.is_empty() {
-                return Err(BackendError(
-                    "a slot was stepped before its prompt was ingested".into(),
-                ));
-            }
-            for &(id, bias) in &params.logit_bias {
-                if let Some(logit) = slot.logits.get_mut(id as usize) {
-                    *logit += bias;
-                }
-            }
-            let wants_logprobs = params.logprobs || params.top_logprobs > 0;
-            let n_top = params.top_logprobs as usize;
-            let sampled = match &mut slot.json {
-                Some(json) => json
-                    .sample(
-                        &mut slot.sampler,
-                        &self.pieces,
-                        &slot.logits,
-                        wants_logprobs.then_some(n_top),
-                    )
-                    .map_err(engine_error)?,
-                None if wants_logprobs => slot.sampler.sample(&slot.logits, n_top),
-                None => SampledToken {
-                    id: slot.sampler.sample_id(&slot.logits),
-                    logprob: 0.0,
-                    top_logprobs: Vec::new(),
-                },
-            };
-            let output = StepOutput {
-                token: sampled.id,
-                logprob: params.logprobs.then_some(sampled.logprob),
-                top_logprobs: sampled
-                    .top_logprobs
-                    .iter()
-                    .map(|&(id, logprob)| TokenLogprob { id, logprob })
-                    .collect(),
-            };
-            next_tokens.push([output.token]);
-            outputs.push(output);
+            outputs.push(sample_slot(&self.pieces, slot, params));
         }
         // One batched forward over every slot with room for the new token;
         // a full slot keeps its cache and the scheduler ends it (length).
         let mut inputs = Vec::with_capacity(batch.len());
         let mut fed = Vec::with_capacity(batch.len());
+        let next_tokens: Vec<[u32; 1]> = outputs
+            .iter()
+            .map(|output| [output.as_ref().map_or(0, |output| output.token)])
+            .collect();
         for (index, ((slot, _), token)) in batch.iter_mut().zip(&next_tokens).enumerate() {
-            if slot.session.len() < slot.session.n_ctx() {
+            if outputs[index].is_ok() && slot.session.len() < slot.session.n_ctx() {
                 fed.push(index);
                 inputs.push(SeqInput {
                     session: &mut slot.session,
@@ -266,6 +231,52 @@ impl InferenceBackend for EngineBackend {
         }
         Ok(outputs)
     }
+}
+
+/// Samples one slot's next token from its logits (bias, JSON format and
+/// log-probabilities applied); an error ends only this slot's request.
+fn sample_slot(
+    pieces: &TokenPieces,
+    slot: &mut EngineSlot,
+    params: &SamplingParams,
+) -> Result<StepOutput, BackendError> {
+    if slot.logits.is_empty() {
+        return Err(BackendError(
+            "a slot was stepped before its prompt was ingested".into(),
+        ));
+    }
+    for &(id, bias) in &params.logit_bias {
+        if let Some(logit) = slot.logits.get_mut(id as usize) {
+            *logit += bias;
+        }
+    }
+    let wants_logprobs = params.logprobs || params.top_logprobs > 0;
+    let n_top = params.top_logprobs as usize;
+    let sampled = match &mut slot.json {
+        Some(json) => json
+            .sample(
+                &mut slot.sampler,
+                pieces,
+                &slot.logits,
+                wants_logprobs.then_some(n_top),
+            )
+            .map_err(engine_error)?,
+        None if wants_logprobs => slot.sampler.sample(&slot.logits, n_top),
+        None => SampledToken {
+            id: slot.sampler.sample_id(&slot.logits),
+            logprob: 0.0,
+            top_logprobs: Vec::new(),
+        },
+    };
+    Ok(StepOutput {
+        token: sampled.id,
+        logprob: params.logprobs.then_some(sampled.logprob),
+        top_logprobs: sampled
+            .top_logprobs
+            .iter()
+            .map(|&(id, logprob)| TokenLogprob { id, logprob })
+            .collect(),
+    })
 }
 
 #[cfg(test)]

@@ -341,6 +341,14 @@ fn step_active<B: InferenceBackend>(
         let Some(entry) = active[index].as_mut() else {
             continue;
         };
+        let output = match output {
+            Ok(output) => output,
+            Err(e) => {
+                let _ = entry.job.events.send(Event::Failed(e.to_string()));
+                active[index] = None;
+                continue;
+            }
+        };
         let is_end =
             !entry.job.ignore_eos && backend.tokenizer().is_end_of_generation(output.token);
         if is_end {

@@ -161,20 +161,19 @@ impl InferenceBackend for ScriptedBackend {
     fn decode_step(
         &self,
         batch: &mut [(&mut ScriptedSlot, &SamplingParams)],
-    ) -> Result<Vec<StepOutput>, BackendError> {
+    ) -> Result<Vec<Result<StepOutput, BackendError>>, BackendError> {
         if self.script.delay_ms_per_token > 0 {
             std::thread::sleep(Duration::from_millis(self.script.delay_ms_per_token));
         }
         let n_vocab = self.tokenizer.n_tokens() as u32;
         let mut outputs = Vec::with_capacity(batch.len());
         for (slot, params) in batch.iter_mut() {
-            let token = slot
-                .pending
-                .pop()
-                .or_else(|| self.tokenizer.eos_id())
-                .ok_or_else(|| {
-                    BackendError("the script ran out and the model has no EOS".into())
-                })?;
+            let Some(token) = slot.pending.pop().or_else(|| self.tokenizer.eos_id()) else {
+                outputs.push(Err(BackendError(
+                    "the script ran out and the model has no EOS".into(),
+                )));
+                continue;
+            };
             slot.cache.push(token);
             // Made-up but well-formed: the chosen token is the most likely,
             // the alternatives are the next ids, each less likely.
@@ -184,11 +183,11 @@ impl InferenceBackend for ScriptedBackend {
                     logprob: -0.25 - 1.5 * rank as f32,
                 })
                 .collect();
-            outputs.push(StepOutput {
+            outputs.push(Ok(StepOutput {
                 token,
                 logprob: params.logprobs.then_some(-0.25),
                 top_logprobs,
-            });
+            }));
         }
         Ok(outputs)
     }
