@@ -192,6 +192,13 @@ fn tokenize_detokenize_apply_template_and_prefix_reuse() {
     );
     let models = server.request("GET", "/v1/models", "").json();
     assert_eq!(models["data"][0]["id"], "gemma-3-270m-q4_k_m");
+    let model = server.request("GET", "/v1/models/gemma-3-270m-q4_k_m", "");
+    assert_eq!(model.status, 200, "{}", model.text());
+    assert_eq!(model.json(), {
+        let mut listed = models["data"][0].clone();
+        listed["created"] = model.json()["created"].clone();
+        listed
+    });
     // A longer conversation that extends the first reuses its prefix.
     let first = server.request("POST", "/v1/chat/completions", CHAT).json();
     assert_eq!(
@@ -583,6 +590,38 @@ fn cases() -> Vec<Case> {
                     .to_vec(),
             ),
             400,
+        ),
+        case(
+            "Content-Length declared over the limit",
+            Send::Raw(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n{}"
+                    .to_vec(),
+            ),
+            413,
+        ),
+        case(
+            "repeat_penalty zero",
+            chat(r#"{"messages": [{"role": "user", "content": "hi"}], "repeat_penalty": 0}"#),
+            400,
+        ),
+        case(
+            "stream_options without stream",
+            chat(
+                r#"{"messages": [{"role": "user", "content": "hi"}], "stream_options": {"include_usage": true}}"#,
+            ),
+            400,
+        ),
+        case(
+            "max_tokens zero beside max_completion_tokens",
+            chat(
+                r#"{"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 2, "max_tokens": 0}"#,
+            ),
+            400,
+        ),
+        case(
+            "another model's object",
+            Send::Request("GET", "/v1/models/gpt-9", String::new(), &[]),
+            404,
         ),
         case(
             "garbage request line",

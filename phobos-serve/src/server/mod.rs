@@ -183,6 +183,11 @@ where
     B: backend::InferenceBackend,
     L: FnOnce(&ServeArgs) -> anyhow::Result<B> + Send + 'static,
 {
+    anyhow::ensure!(
+        args.repeat_penalty > 0.0,
+        "--repeat-penalty must be greater than 0 (1 leaves logits alone), got {}",
+        args.repeat_penalty
+    );
     let dashboard = !args.no_dashboard && std::io::stdout().is_terminal();
     let read_timeout = Duration::try_from_secs_f64(args.read_timeout_secs)
         .ok()

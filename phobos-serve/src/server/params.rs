@@ -287,10 +287,9 @@ pub fn common_params(
         });
     }
     let n_choices = fields.integer("n", 1, MAX_CHOICES)?.unwrap_or(1) as usize;
-    let max_tokens = match fields.integer("max_completion_tokens", 1, u32::MAX as u64)? {
-        Some(n) => Some(n),
-        None => fields.integer("max_tokens", 1, u32::MAX as u64)?,
-    };
+    // Both are checked; the newer name wins when both are given.
+    let max_completion_tokens = fields.integer("max_completion_tokens", 1, u32::MAX as u64)?;
+    let max_tokens = max_completion_tokens.or(fields.integer("max_tokens", 1, u32::MAX as u64)?);
     let stop = match fields.get("stop") {
         None => Vec::new(),
         Some(Value::String(s)) => vec![s.clone()],
@@ -317,6 +316,12 @@ pub fn common_params(
     }
     let stream = fields.boolean("stream")?.unwrap_or(false);
     let include_usage = match fields.object("stream_options")? {
+        Some(_) if !stream => {
+            return Err(ApiError::invalid(
+                "stream_options",
+                "'stream_options' is only allowed when 'stream' is true",
+            ));
+        }
         Some(options) => options.boolean("include_usage")?.unwrap_or(false),
         None => false,
     };
@@ -328,6 +333,14 @@ pub fn common_params(
     if top_p <= 0.0 {
         return Err(ApiError::invalid("top_p", "'top_p' must be greater than 0"));
     }
+    // Logits are divided by the penalty: 0 would make them infinite.
+    let repeat_penalty = float("repeat_penalty", 0.0, 10.0, defaults.repeat_penalty)?;
+    if repeat_penalty <= 0.0 {
+        return Err(ApiError::invalid(
+            "repeat_penalty",
+            "'repeat_penalty' must be greater than 0 (1 leaves logits alone)",
+        ));
+    }
     let sampling = SamplingParams {
         temperature: float("temperature", 0.0, 2.0, defaults.temperature)?,
         top_p,
@@ -335,7 +348,7 @@ pub fn common_params(
             .integer("top_k", 0, u32::MAX as u64)?
             .map_or(defaults.top_k, |v| v as u32),
         min_p: float("min_p", 0.0, 1.0, defaults.min_p)?,
-        repeat_penalty: float("repeat_penalty", 0.0, 10.0, defaults.repeat_penalty)?,
+        repeat_penalty,
         presence_penalty: float("presence_penalty", -2.0, 2.0, defaults.presence_penalty)?,
         frequency_penalty: float("frequency_penalty", -2.0, 2.0, defaults.frequency_penalty)?,
         seed: match fields.get("seed") {

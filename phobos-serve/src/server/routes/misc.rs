@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::body::JsonBody;
 use super::chat::render_chat;
+use crate::server::backend::ModelInfo;
 use crate::server::error::ApiError;
 use crate::server::generate::unix_now;
 use crate::server::params::{Fields, token_ids};
@@ -43,19 +44,46 @@ pub async fn models(State(state): State<Arc<AppState>>) -> Result<Response, ApiE
     let model = &state.loaded()?.model;
     Ok(axum::Json(json!({
         "object": "list",
-        "data": [{
-            "id": model.model_id(),
-            "object": "model",
-            "created": unix_now(),
-            "owned_by": "phobos",
-            "meta": {
-                "backend": model.backend_name(),
-                "n_ctx_slot": model.context_len_per_slot(),
-                "n_vocab": model.tokenizer().n_tokens(),
-            },
-        }],
+        "data": [model_object(model.as_ref())],
     }))
     .into_response())
+}
+
+/// OpenAI's model object for the served model.
+fn model_object(model: &dyn ModelInfo) -> Value {
+    json!({
+        "id": model.model_id(),
+        "object": "model",
+        "created": unix_now(),
+        "owned_by": "phobos",
+        "meta": {
+            "backend": model.backend_name(),
+            "n_ctx_slot": model.context_len_per_slot(),
+            "n_vocab": model.tokenizer().n_tokens(),
+        },
+    })
+}
+
+/// `GET /v1/models/{id}`: the served model's object, or 404 for any other.
+pub async fn model(
+    State(state): State<Arc<AppState>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Result<Response, ApiError> {
+    let model = &state.loaded()?.model;
+    if id != model.model_id() {
+        return Err(ApiError {
+            param: Some("model".into()),
+            ..ApiError::new(
+                axum::http::StatusCode::NOT_FOUND,
+                "model_not_found",
+                format!(
+                    "the model '{id}' does not exist; this server serves '{}'",
+                    model.model_id()
+                ),
+            )
+        });
+    }
+    Ok(axum::Json(model_object(model.as_ref())).into_response())
 }
 
 /// `{"content": TEXT, "add_special": bool, "with_pieces": bool}` →

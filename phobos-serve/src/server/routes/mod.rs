@@ -34,6 +34,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/responses", post(responses::responses))
         .route("/v1/models", get(misc::models))
         .route("/models", get(misc::models))
+        .route("/v1/models/{id}", get(misc::model))
+        .route("/models/{id}", get(misc::model))
         .route("/tokenize", post(misc::tokenize))
         .route("/detokenize", post(misc::detokenize))
         .route("/apply-template", post(misc::apply_template))
