@@ -785,3 +785,23 @@ fn non_streaming_client_that_hangs_up_frees_its_slot() {
         "{generated} tokens were generated for a client that left"
     );
 }
+
+#[test]
+fn more_generations_than_the_queue_holds_is_a_400_not_a_503() {
+    let Some(gemma) = serve_common::gemma() else {
+        return;
+    };
+    let server = Server::start(&gemma, SCRIPT, &["--queue", "2"]);
+    let chat = r#"{"messages": [{"role": "user", "content": "hi"}], "n": 4, "max_tokens": 2}"#;
+    let response = server.request("POST", "/v1/chat/completions", chat);
+    assert_eq!(response.status, 400, "{}", response.text());
+    assert_eq!(response.json()["error"]["param"], "n");
+    assert!(response.header("retry-after").is_none());
+    let prompts = r#"{"prompt": ["a", "b", "c"], "max_tokens": 2}"#;
+    let response = server.request("POST", "/v1/completions", prompts);
+    assert_eq!(response.status, 400, "{}", response.text());
+    // What fits is served.
+    let two = r#"{"messages": [{"role": "user", "content": "hi"}], "n": 2, "max_tokens": 2}"#;
+    let response = server.request("POST", "/v1/chat/completions", two);
+    assert_eq!(response.status, 200, "{}", response.text());
+}

@@ -14,6 +14,7 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 
 use super::backend::{InferenceBackend, SamplingParams, StepOutput};
+use super::error::ApiError;
 use super::metrics::Metrics;
 
 /// One generation request, as the handlers hand it over.
@@ -63,6 +64,22 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
+    /// Refuses a request of more generations than the queue holds: it
+    /// could never be queued whole, so a 503 (retry later) would lie.
+    pub fn check_fits(&self, generations: usize) -> Result<(), ApiError> {
+        let max_queue = self.max_queue.max(1);
+        if generations <= max_queue {
+            return Ok(());
+        }
+        Err(ApiError::invalid(
+            "n",
+            format!(
+                "the request asks for {generations} generations but this server queues at most \
+                 {max_queue} at once (its --queue); ask for fewer"
+            ),
+        ))
+    }
+
     /// Queues a job, or refuses it when `max_queue` jobs already wait.
     pub fn submit(&self, job: Job) -> Result<(), QueueFull> {
         let (lock, wake) = &*self.shared;

@@ -190,6 +190,7 @@ pub async fn chat_completions(
         prompt,
         ids,
     } = prepare_chat(&*model, &state.defaults, &Fields(&body))?;
+    loaded.scheduler.check_fits(params.n_choices)?;
     let mut choices = Vec::with_capacity(params.n_choices);
     for sampling in params.choice_sampling() {
         let format = ChatFormat::new(

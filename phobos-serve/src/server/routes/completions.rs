@@ -81,6 +81,7 @@ pub async fn completions(
             ),
         ));
     }
+    loaded.scheduler.check_fits(n_generations)?;
     // OpenAI's order: the `n` choices of the first prompt, then the next's.
     let mut choices = Vec::with_capacity(prompts.len() * params.n_choices);
     for prompt in prompts {
