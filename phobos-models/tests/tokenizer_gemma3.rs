@@ -55,3 +55,31 @@ fn gemma3_270m_matches_sentencepiece_goldens() {
         cases.len()
     );
 }
+
+/// A 1 MB text of 62,500 special tokens splits into the same pieces as one
+/// repetition does, repeated (it took 11 s before the special tokens present
+/// were found in one pass; this test asserts the result, not the time).
+#[test]
+fn many_special_tokens_in_a_long_text_split_like_one() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let model = root.join("models").join("gemma-3-270m-q4_k_m.gguf");
+    if !model.exists() {
+        common::missing_test_data(&model.display().to_string());
+        return;
+    }
+    let gguf = Gguf::open(&model).unwrap();
+    let tokenizer = Tokenizer::from_gguf(&gguf).unwrap();
+    let unit = "x<start_of_turn>";
+    let one = tokenizer.encode(unit, false, true).unwrap();
+    let start_of_turn = tokenizer.token_id("<start_of_turn>").unwrap();
+    assert!(one.contains(&start_of_turn), "{one:?}");
+    let repeats = 62_500;
+    let many = tokenizer
+        .encode(&unit.repeat(repeats), false, true)
+        .unwrap();
+    assert_eq!(many.len(), one.len() * repeats);
+    assert!(many.chunks(one.len()).all(|chunk| chunk == one.as_slice()));
+    // Without special parsing the text stays text.
+    let plain = tokenizer.encode(unit, false, false).unwrap();
+    assert!(!plain.contains(&start_of_turn), "{plain:?}");
+}

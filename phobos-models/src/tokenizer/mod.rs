@@ -23,7 +23,7 @@ pub use vocab::{TokenAttrs, TokenType};
 
 use bpe::{ByteFallback, Merges};
 use pretokenize::PreTokenizer;
-use special::{Fragment, partition, special_tokens_longest_first};
+use special::{Fragment, Specials, partition};
 use vocab::Vocab;
 
 #[derive(Debug, thiserror::Error)]
@@ -156,7 +156,7 @@ pub struct Tokenizer {
     merges: Merges,
     pre: Option<PreTokenizer>,
     pre_traits: Option<PreTokenizerTraits>,
-    specials: Vec<u32>,
+    specials: Specials,
     special_ids: SpecialIds,
     end_of_generation: Vec<u32>,
     add_bos: bool,
@@ -249,7 +249,7 @@ impl Tokenizer {
             TokenizerModel::Bpe => false,
             _ => config.add_space_prefix.unwrap_or(default_space_prefix),
         };
-        let specials = special_tokens_longest_first(&vocab);
+        let specials = Specials::new(&vocab);
         let mut byte_decode = [None; 512];
         for (byte, c) in unicode::byte_to_char_table().iter().enumerate() {
             byte_decode[*c as usize] = Some(byte as u8);
