@@ -189,7 +189,10 @@ pub async fn chat_completions(
         params,
         prompt,
         ids,
-    } = prepare_chat(&*model, &state.defaults, &Fields(&body))?;
+    } = {
+        let (model, defaults) = (model.clone(), state.defaults.clone());
+        super::off_runtime(move || prepare_chat(&*model, &defaults, &Fields(&body))).await?
+    };
     loaded.scheduler.check_fits(params.n_choices)?;
     let mut choices = Vec::with_capacity(params.n_choices);
     for sampling in params.choice_sampling() {

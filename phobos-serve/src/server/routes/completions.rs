@@ -69,7 +69,10 @@ pub async fn completions(
             ),
         ));
     }
-    let prompts = parse_prompts(&*model, fields.get("prompt"))?;
+    let prompts = {
+        let (model, prompt) = (model.clone(), fields.get("prompt").cloned());
+        super::off_runtime(move || parse_prompts(&*model, prompt.as_ref())).await?
+    };
     let n_generations = prompts.len() * params.n_choices;
     if n_generations > MAX_GENERATIONS {
         return Err(ApiError::invalid(

@@ -92,8 +92,15 @@ pub async fn tokenize(
     State(state): State<Arc<AppState>>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let model = &state.loaded()?.model;
-    let fields = Fields(&body);
+    let model = state.loaded()?.model.clone();
+    super::off_runtime(move || tokenize_body(&*model, &body)).await
+}
+
+fn tokenize_body(
+    model: &dyn ModelInfo,
+    body: &serde_json::Map<String, Value>,
+) -> Result<Response, ApiError> {
+    let fields = Fields(body);
     let content = fields.string("content")?.ok_or_else(|| {
         ApiError::invalid("content", "'content' (the text to tokenize) is required")
     })?;
@@ -140,7 +147,7 @@ pub async fn apply_template(
     State(state): State<Arc<AppState>>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let model = &state.loaded()?.model;
-    let prompt = render_chat(&**model, &Fields(&body))?;
+    let model = state.loaded()?.model.clone();
+    let prompt = super::off_runtime(move || render_chat(&*model, &Fields(&body))).await?;
     Ok(axum::Json(json!({"prompt": prompt.text})).into_response())
 }

@@ -117,3 +117,21 @@ async fn account(State(state): State<Arc<AppState>>, request: Request, next: Nex
     });
     response
 }
+
+/// Runs `work` (rendering a template, tokenizing a prompt: up to seconds
+/// for a body near the size limit) on tokio's blocking pool, so the
+/// runtime's few worker threads keep answering other requests (`/health`
+/// waited 26 s behind three 8 MB prompts when it ran on them).
+pub(crate) async fn off_runtime<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|error| {
+            Err(ApiError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                format!("preparing the prompt failed: {error}"),
+            ))
+        })
+}

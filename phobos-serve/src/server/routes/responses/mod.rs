@@ -37,12 +37,16 @@ pub async fn responses(
 ) -> Result<Response, ApiError> {
     let loaded = state.loaded()?;
     let model = loaded.model.clone();
-    let translated = request::translate(&body)?;
+    let mut translated = request::translate(&body)?;
     let PreparedChat {
         params,
         prompt,
         ids,
-    } = prepare_chat(&*model, &state.defaults, &Fields(&translated.chat))?;
+    } = {
+        let (model, defaults) = (model.clone(), state.defaults.clone());
+        let chat = std::mem::take(&mut translated.chat);
+        super::off_runtime(move || prepare_chat(&*model, &defaults, &Fields(&chat))).await?
+    };
     let generation = Generation::start(
         model.clone(),
         &loaded.scheduler,
