@@ -805,3 +805,26 @@ fn more_generations_than_the_queue_holds_is_a_400_not_a_503() {
     let response = server.request("POST", "/v1/chat/completions", two);
     assert_eq!(response.status, 200, "{}", response.text());
 }
+
+#[test]
+fn a_client_that_stalls_in_its_headers_is_disconnected() {
+    let Some(gemma) = serve_common::gemma() else {
+        return;
+    };
+    let server = Server::start(&gemma, SCRIPT, &["--read-timeout-secs", "1"]);
+    let mut stalled = server.connect();
+    stalled
+        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut rest = Vec::new();
+    // The connection's own read timeout (30 s) would make this an error.
+    let closed = std::io::Read::read_to_end(&mut stalled, &mut rest);
+    assert!(
+        closed.is_ok(),
+        "still open after {:?}: {closed:?}",
+        started.elapsed()
+    );
+    let health = server.request("GET", "/health", "");
+    assert_eq!(health.status, 200, "{}", health.text());
+}

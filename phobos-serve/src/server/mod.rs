@@ -7,6 +7,7 @@
 //! and starts the engine thread (scheduler.rs).
 
 pub mod backend;
+mod connections;
 pub mod dashboard;
 mod engine;
 mod error;
@@ -77,7 +78,8 @@ pub struct ServeArgs {
     /// Largest request body accepted (413 above).
     #[arg(long, default_value_t = 8 * 1024 * 1024)]
     pub max_body_bytes: usize,
-    /// Seconds a client may take to send its request body (408 after).
+    /// Seconds a client may take to send a request's headers (the
+    /// connection is closed after) and again its body (408 after).
     #[arg(long, default_value_t = 30.0)]
     pub read_timeout_secs: f64,
     /// Default sampling temperature (requests override it; 0 = greedy).
@@ -229,11 +231,10 @@ where
         println!("phobos serve: listening on http://{local}");
         let app = routes::router(state.clone());
         let server = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = tokio::signal::ctrl_c().await;
-                })
-                .await
+            connections::serve(listener, app, read_timeout, async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
         });
         let load_args = args.clone();
         // Every error of `load` names the file already.
@@ -262,12 +263,12 @@ where
         });
         println!("phobos serve: model {} ready", model.model_id());
         let dashboard_task = dashboard.then(|| dashboard::spawn(model, metrics, local));
-        let result = server.await.context("the server task panicked")?;
+        let served = server.await.context("the server task panicked");
         scheduler.shutdown();
         if let Some(task) = dashboard_task {
             task.stop();
         }
-        result.context("serving HTTP")
+        served
     })
 }
 
