@@ -600,6 +600,18 @@ fn cases() -> Vec<Case> {
             413,
         ),
         case(
+            "an image part",
+            chat(
+                r#"{"messages": [{"role": "user", "content": [{"type": "text", "text": "describe"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]}"#,
+            ),
+            400,
+        ),
+        case(
+            "a content part that is a number",
+            chat(r#"{"messages": [{"role": "user", "content": [1, "x"]}]}"#),
+            400,
+        ),
+        case(
             "repeat_penalty zero",
             chat(r#"{"messages": [{"role": "user", "content": "hi"}], "repeat_penalty": 0}"#),
             400,

@@ -85,8 +85,9 @@ impl ChatMessage {
     }
 
     /// Reads one message in OpenAI chat format. `content` may be a string,
-    /// null, or a list of parts (text parts are joined); tool-call arguments
-    /// given as a JSON string are parsed.
+    /// null, or a list of text parts (joined; an image, audio or file part
+    /// is an error, never silently dropped); tool-call arguments given as a
+    /// JSON string are parsed.
     pub fn from_openai_json(value: &serde_json::Value) -> Result<Self, ChatTemplateError> {
         let field = |name: &str| value.get(name).and_then(serde_json::Value::as_str);
         let role = field("role")
@@ -96,8 +97,8 @@ impl ChatMessage {
             Some(serde_json::Value::String(text)) => text.clone(),
             Some(serde_json::Value::Array(parts)) => parts
                 .iter()
-                .filter_map(|part| part.get("text").and_then(serde_json::Value::as_str))
-                .collect::<Vec<_>>()
+                .map(text_part)
+                .collect::<Result<Vec<_>, _>>()?
                 .join(""),
             Some(other) => {
                 return Err(ChatTemplateError::Other(format!(
@@ -398,5 +399,25 @@ fn template_error(
             message,
         },
         None => ChatTemplateError::Other(message),
+    }
+}
+
+/// The text of one content part: `{"type": "text", "text": ...}` (the type
+/// may be left out). Other parts (images, audio, files) need a model that
+/// reads them, which these text-only models are not.
+fn text_part(part: &serde_json::Value) -> Result<&str, ChatTemplateError> {
+    let kind = part.get("type").and_then(serde_json::Value::as_str);
+    let text = part.get("text").and_then(serde_json::Value::as_str);
+    match (kind, text) {
+        (None | Some("text" | "input_text"), Some(text)) => Ok(text),
+        (Some(other), _) if other != "text" && other != "input_text" => {
+            Err(ChatTemplateError::Other(format!(
+                "content parts of type '{other}' are not supported: this model reads text only; \
+                 send {{\"type\": \"text\", \"text\": ...}} parts"
+            )))
+        }
+        _ => Err(ChatTemplateError::Other(format!(
+            "a content part must be {{\"type\": \"text\", \"text\": STRING}}, not {part}"
+        ))),
     }
 }
