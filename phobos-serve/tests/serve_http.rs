@@ -840,3 +840,31 @@ fn a_client_that_stalls_in_its_headers_is_disconnected() {
     let health = server.request("GET", "/health", "");
     assert_eq!(health.status, 200, "{}", health.text());
 }
+
+#[test]
+fn a_prompt_over_the_context_names_the_field_it_came_from() {
+    let Some(gemma) = serve_common::gemma() else {
+        return;
+    };
+    let server = Server::start(&gemma, SCRIPT, &["--ctx-size", "256", "--parallel", "1"]);
+    let long = "word ".repeat(400);
+    for (path, body, param) in [
+        (
+            "/v1/chat/completions",
+            serde_json::json!({"messages": [{"role": "user", "content": long}]}),
+            "messages",
+        ),
+        (
+            "/v1/completions",
+            serde_json::json!({"prompt": long}),
+            "prompt",
+        ),
+        ("/v1/responses", serde_json::json!({"input": long}), "input"),
+    ] {
+        let response = server.request("POST", path, &body.to_string());
+        assert_eq!(response.status, 400, "{path}: {}", response.text());
+        let error = &response.json()["error"];
+        assert_eq!(error["code"], "context_length_exceeded", "{path}: {error}");
+        assert_eq!(error["param"], param, "{path}: {error}");
+    }
+}

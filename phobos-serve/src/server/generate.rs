@@ -44,8 +44,12 @@ pub struct Generation {
 }
 
 impl Generation {
-    /// Queues the job; a full queue is a 503 with Retry-After.
+    /// Queues the job; a full queue is a 503 with Retry-After. A prompt
+    /// that is empty or too long is a 400 naming `prompt_param`, the
+    /// request field it came from (`messages`, `prompt`, `input`).
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
+        prompt_param: &'static str,
         model: Arc<dyn ModelInfo>,
         scheduler: &Scheduler,
         prompt: Vec<u32>,
@@ -56,11 +60,14 @@ impl Generation {
     ) -> Result<Self, ApiError> {
         let context_len = model.context_len_per_slot();
         if prompt.is_empty() {
-            return Err(ApiError::bad_request("the prompt is empty; send some text"));
+            return Err(ApiError::invalid(
+                prompt_param,
+                "the prompt is empty; send some text",
+            ));
         }
         if prompt.len() >= context_len {
             return Err(ApiError {
-                param: Some("messages".into()),
+                param: Some(prompt_param.into()),
                 ..ApiError::new(
                     StatusCode::BAD_REQUEST,
                     "context_length_exceeded",

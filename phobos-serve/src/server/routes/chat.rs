@@ -201,6 +201,7 @@ pub async fn chat_completions(
             params.sampling.logprobs,
         );
         let generation = Generation::start(
+            "messages",
             model.clone(),
             &loaded.scheduler,
             ids.clone(),

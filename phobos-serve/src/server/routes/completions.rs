@@ -90,6 +90,7 @@ pub async fn completions(
     for prompt in prompts {
         for sampling in params.choice_sampling() {
             let generation = Generation::start(
+                "prompt",
                 model.clone(),
                 &loaded.scheduler,
                 prompt.ids.clone(),

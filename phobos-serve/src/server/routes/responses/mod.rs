@@ -48,6 +48,7 @@ pub async fn responses(
         super::off_runtime(move || prepare_chat(&*model, &defaults, &Fields(&chat))).await?
     };
     let generation = Generation::start(
+        "input",
         model.clone(),
         &loaded.scheduler,
         ids,
