@@ -237,7 +237,8 @@ fn response_format(fields: &Fields<'_>) -> Result<Option<JsonFormat>, ApiError> 
         other => Err(ApiError::invalid(
             "response_format",
             format!(
-                "'response_format.type' must be 'text', 'json_object' or 'json_schema', got {other:?}"
+                "'response_format.type' must be 'text', 'json_object' or 'json_schema', {}",
+                other.map_or("and is missing".to_owned(), |kind| format!("got '{kind}'"))
             ),
         )),
     }
