@@ -397,7 +397,8 @@ fn text_format(text: Option<&Value>) -> Result<Option<Value>, ApiError> {
         other => Err(ApiError::invalid(
             "text.format",
             format!(
-                "'text.format.type' must be 'text', 'json_object' or 'json_schema', got {other:?}"
+                "'text.format.type' must be 'text', 'json_object' or 'json_schema', {}",
+                other.map_or("and is missing".to_owned(), |kind| format!("got '{kind}'"))
             ),
         )),
     }
