@@ -600,6 +600,13 @@ fn cases() -> Vec<Case> {
             413,
         ),
         case(
+            "a json_schema that admits no value",
+            chat(
+                r##"{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"anyOf": [{"$ref": "#"}]}}}}"##,
+            ),
+            400,
+        ),
+        case(
             "an image part",
             chat(
                 r#"{"messages": [{"role": "user", "content": [{"type": "text", "text": "describe"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]}"#,

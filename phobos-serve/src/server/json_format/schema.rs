@@ -121,6 +121,11 @@ impl JsonShape {
         compiler.shape.root = root;
         let mut shape = compiler.shape;
         shape.first_bytes = shape.compute_first_bytes();
+        if shape.first_bytes.get(root as usize) == Some(&[0; 4]) {
+            return Err(SchemaError(
+                "the schema admits no value: its alternatives only refer to each other".into(),
+            ));
+        }
         Ok(shape)
     }
 
