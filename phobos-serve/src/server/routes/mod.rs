@@ -77,6 +77,16 @@ async fn wrong_method(request: Request) -> ApiError {
     )
 }
 
+/// The credentials of an `Authorization: Bearer KEY` value; the scheme's
+/// name is case-insensitive (RFC 9110), the spaces around the key do not
+/// count.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+}
+
 /// `Authorization: Bearer KEY` when the server has a key.
 async fn require_key(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     if let Some(key) = &state.api_key {
@@ -84,8 +94,7 @@ async fn require_key(State(state): State<Arc<AppState>>, request: Request, next:
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
+            .and_then(bearer_token);
         if !given.is_some_and(|given| constant_time_eq(given.as_bytes(), key.as_bytes())) {
             return ApiError::new(
                 StatusCode::UNAUTHORIZED,
@@ -134,4 +143,19 @@ pub(crate) async fn off_runtime<T: Send + 'static>(
                 format!("preparing the prompt failed: {error}"),
             ))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_token;
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for value in ["Bearer k1", "bearer k1", "BEARER  k1 ", " Bearer k1"] {
+            assert_eq!(bearer_token(value), Some("k1"), "{value:?}");
+        }
+        assert_eq!(bearer_token("Basic k1"), None);
+        assert_eq!(bearer_token("Bearerk1"), None);
+        assert_eq!(bearer_token("k1"), None);
+    }
 }
