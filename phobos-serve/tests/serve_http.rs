@@ -849,6 +849,22 @@ fn a_client_that_stalls_in_its_headers_is_disconnected() {
 }
 
 #[test]
+fn a_nested_field_error_names_its_path() {
+    let Some(gemma) = serve_common::gemma() else {
+        return;
+    };
+    let server = Server::start(&gemma, SCRIPT, &[]);
+    let body = r#"{"messages": [{"role": "user", "content": "hi"}], "stream": true,
+        "stream_options": {"include_usage": "yes"}}"#;
+    let response = server.request("POST", "/v1/chat/completions", body);
+    assert_eq!(response.status, 400, "{}", response.text());
+    assert_eq!(
+        response.json()["error"]["param"],
+        "stream_options.include_usage"
+    );
+}
+
+#[test]
 fn a_prompt_over_the_context_names_the_field_it_came_from() {
     let Some(gemma) = serve_common::gemma() else {
         return;

@@ -33,6 +33,15 @@ impl ApiError {
         }
     }
 
+    /// The same error for a field of the object `parent`: its `param`
+    /// becomes the dotted path (`stream_options.include_usage`).
+    pub fn in_object(mut self, parent: &str) -> Self {
+        if let Some(param) = &self.param {
+            self.param = Some(format!("{parent}.{param}"));
+        }
+        self
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
     }

@@ -216,16 +216,22 @@ fn response_format(fields: &Fields<'_>) -> Result<Option<JsonFormat>, ApiError> 
     let Some(format) = fields.object("response_format")? else {
         return Ok(None);
     };
-    match format.string("type")? {
+    match format
+        .string("type")
+        .map_err(|e| e.in_object("response_format"))?
+    {
         Some("text") => Ok(None),
         Some("json_object") => Ok(Some(JsonFormat::plain(JsonShape::any_object()))),
         Some("json_schema") => {
-            let spec = format.object("json_schema")?.ok_or_else(|| {
-                ApiError::invalid(
-                    "response_format",
-                    "'json_schema' needs a 'json_schema' object",
-                )
-            })?;
+            let spec = format
+                .object("json_schema")
+                .map_err(|e| e.in_object("response_format"))?
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        "response_format",
+                        "'json_schema' needs a 'json_schema' object",
+                    )
+                })?;
             let shape = match spec.get("schema") {
                 None => JsonShape::any_object(),
                 Some(schema) => JsonShape::compile(schema).map_err(|e| {
@@ -323,7 +329,10 @@ pub fn common_params(
                 "'stream_options' is only allowed when 'stream' is true",
             ));
         }
-        Some(options) => options.boolean("include_usage")?.unwrap_or(false),
+        Some(options) => options
+            .boolean("include_usage")
+            .map_err(|e| e.in_object("stream_options"))?
+            .unwrap_or(false),
         None => false,
     };
     let json_format = response_format(fields)?;
