@@ -6,25 +6,35 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use phobos_models::gguf::Gguf;
 use phobos_models::tokenizer::Tokenizer;
 
-#[test]
-fn gemma3_270m_matches_sentencepiece_goldens() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let model = root.join("models").join("gemma-3-270m-q4_k_m.gguf");
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Gemma 3 270M's tokenizer, or `None` (reported) when the model is absent.
+fn gemma_tokenizer() -> Option<Tokenizer> {
+    let model = root().join("models").join("gemma-3-270m-q4_k_m.gguf");
     if !model.exists() {
         common::missing_test_data(&model.display().to_string());
-        return;
+        return None;
     }
+    let gguf = Gguf::open(&model).unwrap();
+    Some(Tokenizer::from_gguf(&gguf).unwrap())
+}
+
+#[test]
+fn gemma3_270m_matches_sentencepiece_goldens() {
+    let Some(tokenizer) = gemma_tokenizer() else {
+        return;
+    };
     let golden: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("tests/golden/tokenizer/gemma3_270m.json")).unwrap(),
+        &std::fs::read_to_string(root().join("tests/golden/tokenizer/gemma3_270m.json")).unwrap(),
     )
     .unwrap();
-    let gguf = Gguf::open(&model).unwrap();
-    let tokenizer = Tokenizer::from_gguf(&gguf).unwrap();
     assert!(tokenizer.adds_bos());
     let mut mismatches = Vec::new();
     let cases = golden["cases"].as_array().unwrap();
@@ -61,14 +71,9 @@ fn gemma3_270m_matches_sentencepiece_goldens() {
 /// were found in one pass; this test asserts the result, not the time).
 #[test]
 fn many_special_tokens_in_a_long_text_split_like_one() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let model = root.join("models").join("gemma-3-270m-q4_k_m.gguf");
-    if !model.exists() {
-        common::missing_test_data(&model.display().to_string());
+    let Some(tokenizer) = gemma_tokenizer() else {
         return;
-    }
-    let gguf = Gguf::open(&model).unwrap();
-    let tokenizer = Tokenizer::from_gguf(&gguf).unwrap();
+    };
     let unit = "x<start_of_turn>";
     let one = tokenizer.encode(unit, false, true).unwrap();
     let start_of_turn = tokenizer.token_id("<start_of_turn>").unwrap();
