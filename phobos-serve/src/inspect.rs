@@ -73,14 +73,15 @@ pub fn run(path: &Path, list_tensors: bool, out: &mut impl Write) -> anyhow::Res
     }
     if let Some(template) = &chat_template {
         let yes_no = |b: bool| if b { "yes" } else { "no" };
-        let (system, calls, results) = template.supports();
+        let supports = template.supports();
         writeln!(
             out,
-            "\nchat template: {} chars (system role: {}, tool calls: {}, tool results: {})",
+            "\nchat template: {} chars (system role: {}, tools: {}, tool calls: {}, tool results: {})",
             template.source().len(),
-            yes_no(system),
-            yes_no(calls),
-            yes_no(results)
+            yes_no(supports.system_role),
+            yes_no(supports.tools),
+            yes_no(supports.tool_calls),
+            yes_no(supports.tool_responses)
         )?;
     }
     let mut by_type: BTreeMap<String, (usize, u64, u64)> = BTreeMap::new();

@@ -229,3 +229,88 @@ fn tool_choice_forces_a_call() {
     }
     server.wait_idle();
 }
+
+/// Gemma 3's template does not render `tools`; the prompt still describes
+/// them (the polyfill's preamble, in Gemma's first user turn), so with
+/// `tool_choice: auto` a model can call one, and a past call and its result
+/// render as that markup and a user turn. A scripted model answers
+/// with a call only when it sees the definition.
+#[test]
+fn tools_reach_a_template_that_does_not_render_them() {
+    let Some(gemma) = serve_common::gemma() else {
+        return;
+    };
+    let script = r#"{
+      "replies": [
+        {"when_prompt_contains": "\"name\":\"get_weather\",\"description\":\"Current weather for a city\"",
+         "text": "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"unit\": \"celsius\"}}\n</tool_call>"}
+      ],
+      "default": "I know of no tools."
+    }"#;
+    let server = Server::start(&gemma, script, &[]);
+    let ask = json!({
+        "messages": [{"role": "user", "content": "Weather in Oslo?"}],
+        "tools": weather_tools(),
+    });
+    let prompt = server
+        .request("POST", "/apply-template", &ask.to_string())
+        .json();
+    let prompt = prompt["prompt"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        prompt.starts_with("<bos><start_of_turn>user\nYou can call the functions listed below."),
+        "{prompt}"
+    );
+    assert!(prompt.contains("\"name\":\"get_time\""), "{prompt}");
+    assert!(
+        prompt.ends_with("Weather in Oslo?<end_of_turn>\n<start_of_turn>model\n"),
+        "{prompt}"
+    );
+
+    let answer = chat(&server, &ask);
+    let choice = &answer["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls", "{answer}");
+    let call = &choice["message"]["tool_calls"][0];
+    assert_eq!(call["function"]["name"], "get_weather", "{answer}");
+    let arguments: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{answer}: {e}"));
+    assert_eq!(arguments, json!({"city": "Oslo", "unit": "celsius"}));
+
+    // The round trip: the call and its result render in the prompt.
+    let follow_up = json!({
+        "messages": [
+            {"role": "user", "content": "Weather in Oslo?"},
+            {"role": "assistant", "content": null, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call["id"], "content": "{\"temperature\": 3}"},
+        ],
+        "tools": weather_tools(),
+    });
+    let prompt = server
+        .request("POST", "/apply-template", &follow_up.to_string())
+        .json();
+    let prompt = prompt["prompt"].as_str().unwrap_or_default();
+    assert!(
+        prompt.contains(
+            "<start_of_turn>model\n<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Oslo\",\"unit\":\"celsius\"}}\n</tool_call><end_of_turn>"
+        ),
+        "{prompt}"
+    );
+    assert!(
+        prompt.ends_with(
+            "<start_of_turn>user\n{\"temperature\": 3}<end_of_turn>\n<start_of_turn>model\n"
+        ),
+        "{prompt}"
+    );
+
+    // tool_choice none hides them again.
+    let mut hidden = ask.clone();
+    hidden["tool_choice"] = json!("none");
+    let prompt = server
+        .request("POST", "/apply-template", &hidden.to_string())
+        .json();
+    assert_eq!(
+        prompt["prompt"],
+        "<bos><start_of_turn>user\nWeather in Oslo?<end_of_turn>\n<start_of_turn>model\n"
+    );
+    server.wait_idle();
+}

@@ -15,6 +15,7 @@ mod bounded;
 mod json;
 mod limits;
 mod polyfill;
+pub use polyfill::Capabilities;
 mod pystr;
 mod time;
 mod vm;
@@ -193,7 +194,7 @@ pub struct ChatRequest {
 #[derive(Debug, Clone)]
 pub struct ChatTemplate {
     source: String,
-    capabilities: polyfill::Capabilities,
+    capabilities: Capabilities,
     limits: ChatLimits,
 }
 
@@ -214,7 +215,7 @@ impl ChatTemplate {
         vm::compile(&source).map_err(|e| template_error(&source, &e, None))?;
         let mut template = Self {
             source,
-            capabilities: polyfill::Capabilities::all(),
+            capabilities: Capabilities::all(),
             limits,
         };
         template.capabilities = polyfill::probe(&template)?;
@@ -233,18 +234,26 @@ impl ChatTemplate {
         &self.source
     }
 
-    /// Whether the template renders system messages, assistant tool calls and
-    /// tool results itself (else [`ChatTemplate::render`] rewrites them).
-    pub fn supports(&self) -> (bool, bool, bool) {
-        let caps = self.capabilities;
-        (caps.system_role, caps.tool_calls, caps.tool_responses)
+    /// What the template renders itself (system messages, tool
+    /// definitions, assistant tool calls, tool results); for the rest
+    /// [`ChatTemplate::render`] rewrites the request.
+    pub fn supports(&self) -> Capabilities {
+        self.capabilities
     }
 
     /// Renders the conversation, adapting messages the template cannot
     /// express.
     pub fn render(&self, request: &ChatRequest) -> Result<String, ChatTemplateError> {
-        let messages = polyfill::adapt_messages(&request.messages, &self.capabilities);
-        self.render_raw(request, &messages)
+        let messages =
+            polyfill::adapt_messages(&request.messages, &request.tools, &self.capabilities);
+        // Tools the template does not render are in the messages now; the
+        // template sees none (some refuse tools they cannot format).
+        let tools: &[serde_json::Value] = if self.capabilities.tools {
+            &request.tools
+        } else {
+            &[]
+        };
+        self.render_raw(request, &messages, tools)
     }
 
     /// Renders the conversation exactly as given, as Hugging Face's
@@ -253,25 +262,27 @@ impl ChatTemplate {
     pub fn render_verbatim(&self, request: &ChatRequest) -> Result<String, ChatTemplateError> {
         let messages: Vec<serde_json::Value> =
             request.messages.iter().map(ChatMessage::to_json).collect();
-        self.render_raw(request, &messages)
+        self.render_raw(request, &messages, &request.tools)
     }
 
-    /// Renders exactly the given message JSON, with no adaptation.
+    /// Renders exactly the given message JSON and tools (`request.tools`
+    /// is not read), with no adaptation.
     pub(crate) fn render_raw(
         &self,
         request: &ChatRequest,
         messages: &[serde_json::Value],
+        tools: &[serde_json::Value],
     ) -> Result<String, ChatTemplateError> {
         let mut context = request.extra.clone();
         context.insert("messages".into(), messages.to_vec().into());
         // As apply_chat_template: `tools` and `documents` are none, not
         // undefined, when absent.
-        let tools = if request.tools.is_empty() {
+        let tools_value = if tools.is_empty() {
             serde_json::Value::Null
         } else {
-            request.tools.clone().into()
+            tools.to_vec().into()
         };
-        context.insert("tools".into(), tools);
+        context.insert("tools".into(), tools_value);
         context
             .entry("documents")
             .or_insert(serde_json::Value::Null);
@@ -283,10 +294,10 @@ impl ChatTemplate {
         // Variables llama.cpp provides for templates that expect them
         // (firefunction-v2 reads `functions` and `datetime`).
         if !context.contains_key("functions") {
-            let functions = if request.tools.is_empty() {
+            let functions = if tools.is_empty() {
                 String::new()
             } else {
-                serde_json::to_string_pretty(&request.tools).unwrap_or_default()
+                serde_json::to_string_pretty(tools).unwrap_or_default()
             };
             context.insert("functions".into(), functions.into());
         }

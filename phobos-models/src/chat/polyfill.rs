@@ -3,10 +3,17 @@
 
 use super::{ChatMessage, ChatRequest, ChatTemplate, ChatTemplateError, ToolCall};
 
+/// What a chat template renders itself; [`ChatTemplate::render`] rewrites
+/// the rest into what it does render.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Capabilities {
+pub struct Capabilities {
+    /// Messages with the `system` role.
     pub system_role: bool,
+    /// The request's `tools` (their definitions, in the prompt).
+    pub tools: bool,
+    /// An assistant message's `tool_calls`.
     pub tool_calls: bool,
+    /// Messages with the `tool` role (a call's result).
     pub tool_responses: bool,
 }
 
@@ -14,6 +21,7 @@ impl Capabilities {
     pub fn all() -> Self {
         Self {
             system_role: true,
+            tools: true,
             tool_calls: true,
             tool_responses: true,
         }
@@ -25,6 +33,7 @@ impl Capabilities {
 fn renders_with(
     template: &ChatTemplate,
     messages: &[ChatMessage],
+    tools: &[serde_json::Value],
     needle: &str,
 ) -> Result<bool, ChatTemplateError> {
     let request = ChatRequest {
@@ -33,7 +42,7 @@ fn renders_with(
         ..ChatRequest::default()
     };
     let json: Vec<serde_json::Value> = messages.iter().map(ChatMessage::to_json).collect();
-    match template.render_raw(&request, &json) {
+    match template.render_raw(&request, &json, tools) {
         Ok(out) => Ok(out.contains(needle)),
         Err(limit @ ChatTemplateError::Limit { .. }) => Err(limit),
         Err(_) => Ok(false),
@@ -45,7 +54,22 @@ pub(crate) fn probe(template: &ChatTemplate) -> Result<Capabilities, ChatTemplat
     let system_role = renders_with(
         template,
         &[ChatMessage::new("system", "SystemProbe7d1"), user.clone()],
+        &[],
         "SystemProbe7d1",
+    )?;
+    let tool_definition = serde_json::json!({
+        "type": "function",
+        "function": {
+            "name": "ToolDefinitionProbe3b5",
+            "description": "probe",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    });
+    let tools = renders_with(
+        template,
+        std::slice::from_ref(&user),
+        std::slice::from_ref(&tool_definition),
+        "ToolDefinitionProbe3b5",
     )?;
     let mut call = ChatMessage::new("assistant", "");
     call.tool_calls.push(ToolCall {
@@ -53,13 +77,14 @@ pub(crate) fn probe(template: &ChatTemplate) -> Result<Capabilities, ChatTemplat
         name: "ToolProbe9c2".into(),
         arguments: serde_json::json!({"arg": "value"}),
     });
-    let tool_calls = renders_with(template, &[user.clone(), call.clone()], "ToolProbe9c2")?;
+    let tool_calls = renders_with(template, &[user.clone(), call.clone()], &[], "ToolProbe9c2")?;
     let mut response = ChatMessage::new("tool", "ResultProbe4e8");
     response.tool_call_id = Some("call_probe".into());
     response.name = Some("ToolProbe9c2".into());
-    let tool_responses = renders_with(template, &[user, call, response], "ResultProbe4e8")?;
+    let tool_responses = renders_with(template, &[user, call, response], &[], "ResultProbe4e8")?;
     Ok(Capabilities {
         system_role,
+        tools,
         tool_calls,
         tool_responses,
     })
@@ -73,11 +98,60 @@ fn tool_calls_as_text(calls: &[ToolCall]) -> String {
     serde_json::json!({ "tool_calls": calls }).to_string()
 }
 
-/// Message JSON for the template, rewriting what it cannot express.
+/// The markup [`TOOLS_PREAMBLE_HEAD`] asks the model to answer with, one
+/// block per call: the form servers read back as tool calls (Hermes').
+fn tool_calls_as_markup(calls: &[ToolCall]) -> String {
+    calls
+        .iter()
+        .map(|c| {
+            let call = serde_json::json!({"name": c.name, "arguments": c.arguments});
+            format!("<tool_call>\n{call}\n</tool_call>")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+const TOOLS_PREAMBLE_HEAD: &str = "You can call the functions listed below. To call one, \
+answer with only this, one block per call:\n<tool_call>\n{\"name\": \"<function name>\", \
+\"arguments\": <the arguments as a JSON object>}\n</tool_call>\n\
+Each call's result comes back in a later message. When no function is needed, answer \
+in plain text.\n\nFunctions (JSON):";
+
+/// The tool definitions as system-prompt text, for a template that does
+/// not render `tools` itself (llama.cpp and Hugging Face's fallbacks do the
+/// same): without it the model would never learn the tools exist.
+fn tools_preamble(tools: &[serde_json::Value]) -> String {
+    let mut text = String::from(TOOLS_PREAMBLE_HEAD);
+    for tool in tools {
+        text.push('\n');
+        // An OpenAI tool is `{"type": "function", "function": {...}}`; the
+        // function object is what the model needs.
+        text.push_str(&tool.get("function").unwrap_or(tool).to_string());
+    }
+    text
+}
+
+/// Message JSON for the template, rewriting what it cannot express:
+/// `tools` it does not render become a system-prompt preamble.
 pub(crate) fn adapt_messages(
     messages: &[ChatMessage],
+    tools: &[serde_json::Value],
     caps: &Capabilities,
 ) -> Vec<serde_json::Value> {
+    let tools_in_preamble = !caps.tools && !tools.is_empty();
+    let mut with_tools;
+    let mut messages = messages;
+    if tools_in_preamble {
+        let preamble = tools_preamble(tools);
+        with_tools = messages.to_vec();
+        match with_tools.first_mut() {
+            Some(first) if first.role == "system" => {
+                first.content = format!("{}\n\n{preamble}", first.content);
+            }
+            _ => with_tools.insert(0, ChatMessage::new("system", &preamble)),
+        }
+        messages = &with_tools;
+    }
     let mut adapted: Vec<ChatMessage> = Vec::with_capacity(messages.len());
     let mut pending_system: Option<String> = None;
     for message in messages {
@@ -90,7 +164,12 @@ pub(crate) fn adapt_messages(
             continue;
         }
         if message.role == "assistant" && !message.tool_calls.is_empty() && !caps.tool_calls {
-            let calls = tool_calls_as_text(&message.tool_calls);
+            // Past calls read as the preamble asks new ones to be written.
+            let calls = if tools_in_preamble {
+                tool_calls_as_markup(&message.tool_calls)
+            } else {
+                tool_calls_as_text(&message.tool_calls)
+            };
             message.content = if message.content.is_empty() {
                 calls
             } else {
@@ -169,10 +248,105 @@ mod tests {
                 ChatMessage::new("system", "S"),
                 ChatMessage::new("user", "U"),
             ],
+            &[],
             &caps,
         );
         assert_eq!(adapted.len(), 1);
         assert_eq!(adapted[0]["role"], "user");
         assert_eq!(adapted[0]["content"], "S\nU");
+    }
+
+    fn weather_tool() -> serde_json::Value {
+        serde_json::json!({
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Current weather for a city",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        })
+    }
+
+    /// The turns as `role: content` lines, for comparing whole renderings.
+    const PLAIN: &str = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}";
+
+    #[test]
+    fn tools_a_template_ignores_are_described_in_the_system_prompt() {
+        let template = ChatTemplate::new(PLAIN).unwrap();
+        assert!(!template.supports().tools);
+        let mut call = ChatMessage::new("assistant", "");
+        call.tool_calls.push(ToolCall {
+            id: "c1".into(),
+            name: "get_weather".into(),
+            arguments: serde_json::json!({"city": "Oslo"}),
+        });
+        let request = ChatRequest {
+            messages: vec![
+                ChatMessage::new("system", "Be brief."),
+                ChatMessage::new("user", "Weather in Oslo?"),
+                call,
+            ],
+            tools: vec![weather_tool()],
+            ..ChatRequest::default()
+        };
+        let text = template.render(&request).unwrap();
+        let function = weather_tool()["function"].to_string();
+        let expected = format!(
+            "system: Be brief.\n\n{TOOLS_PREAMBLE_HEAD}\n{function}\nuser: Weather in Oslo?\n\
+             assistant: <tool_call>\n{{\"name\":\"get_weather\",\"arguments\":{{\"city\":\"Oslo\"}}}}\n</tool_call>\n"
+        );
+        assert_eq!(text, expected);
+
+        // No system message: the preamble becomes one, first.
+        let request = ChatRequest {
+            messages: vec![ChatMessage::new("user", "Hi")],
+            tools: vec![weather_tool()],
+            ..ChatRequest::default()
+        };
+        assert_eq!(
+            template.render(&request).unwrap(),
+            format!("system: {TOOLS_PREAMBLE_HEAD}\n{function}\nuser: Hi\n")
+        );
+        // No tools, no preamble.
+        let request = ChatRequest {
+            messages: vec![ChatMessage::new("user", "Hi")],
+            ..ChatRequest::default()
+        };
+        assert_eq!(template.render(&request).unwrap(), "user: Hi\n");
+    }
+
+    #[test]
+    fn a_template_that_renders_tools_gets_them_untouched() {
+        let source = format!("{{{{ tools | tojson }}}}\n{PLAIN}");
+        let template = ChatTemplate::new(source).unwrap();
+        assert!(template.supports().tools);
+        let request = ChatRequest {
+            messages: vec![ChatMessage::new("user", "Hi")],
+            tools: vec![weather_tool()],
+            ..ChatRequest::default()
+        };
+        let text = template.render(&request).unwrap();
+        assert!(!text.contains(TOOLS_PREAMBLE_HEAD), "{text}");
+        assert!(text.contains("Current weather for a city"), "{text}");
+        assert!(text.ends_with("\nuser: Hi\n"), "{text}");
+    }
+
+    #[test]
+    fn a_template_that_refuses_tools_renders_them_through_the_preamble() {
+        let source = format!(
+            "{{% if tools %}}{{{{ raise_exception('no tools here') }}}}{{% endif %}}{PLAIN}"
+        );
+        let template = ChatTemplate::new(source).unwrap();
+        assert!(!template.supports().tools);
+        let request = ChatRequest {
+            messages: vec![ChatMessage::new("user", "Hi")],
+            tools: vec![weather_tool()],
+            ..ChatRequest::default()
+        };
+        let text = template.render(&request).unwrap();
+        assert!(
+            text.starts_with(&format!("system: {TOOLS_PREAMBLE_HEAD}")),
+            "{text}"
+        );
     }
 }
