@@ -200,9 +200,11 @@ fn fold_wide<T: Element>(values: &[T], init: T, step: impl Fn(T, T) -> T + Copy)
     let mut partials = [init; WIDE_LANES];
     let (chunks, rest) = values.as_chunks::<WIDE_LANES>();
     for chunk in chunks {
-        for (p, &x) in partials.iter_mut().zip(chunk) {
-            *p = step(*p, x);
-        }
+        // A whole new array per chunk, not `*p = step(*p, x)` in place:
+        // inlined into a launch body, the in-place form became a compare
+        // and a masked store to partials kept on the stack, a
+        // store-forwarding stall per vector (softmax's row max, Zen 4).
+        partials = std::array::from_fn(|i| step(partials[i], chunk[i]));
     }
     for (p, &x) in partials.iter_mut().zip(rest) {
         *p = step(*p, x);

@@ -12,7 +12,10 @@ pub const MAX_TILE_LEN: usize = 1 << 28;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TileShape {
     dims: [usize; MAX_TILE_RANK],
-    rank: u8,
+    /// A word, not a byte: shapes are copied around in every tile op, and
+    /// a byte written and then read back within a wider copy defeats the
+    /// CPU's store forwarding (a stall per copy in row kernels' profiles).
+    rank: usize,
 }
 
 impl TileShape {
@@ -38,7 +41,7 @@ impl TileShape {
         for (slot, &d) in shape.dims.iter_mut().zip(dims) {
             *slot = d;
         }
-        shape.rank = dims.len() as u8;
+        shape.rank = dims.len();
         match dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) {
             None => Err(Error::ShapeOverflow {
                 shape: dims.to_vec(),
@@ -60,13 +63,13 @@ impl TileShape {
     /// out of line (a call into phobos-rt) that showed in its profile.
     #[inline(always)]
     pub fn dims(&self) -> &[usize] {
-        &self.dims[..self.rank as usize]
+        &self.dims[..self.rank]
     }
 
     /// Number of dims.
     #[inline(always)]
     pub fn rank(&self) -> usize {
-        self.rank as usize
+        self.rank
     }
 
     /// Number of elements (checked not to overflow at construction).

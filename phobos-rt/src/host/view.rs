@@ -207,6 +207,7 @@ pub(super) unsafe fn stream_copy<T: Copy>(values: &[T], dst: *mut T) {
     {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
         const VECTOR: usize = 16;
+        const LINE: usize = 64;
         let bytes = std::mem::size_of_val(values);
         let src = values.as_ptr().cast::<u8>();
         let out = dst.cast::<u8>();
@@ -217,7 +218,20 @@ pub(super) unsafe fn stream_copy<T: Copy>(values: &[T], dst: *mut T) {
         // 16-byte-aligned addresses; SSE2 is part of the x86_64 baseline.
         unsafe {
             std::ptr::copy_nonoverlapping(src, out, head);
-            for offset in (head..head + body).step_by(VECTOR) {
+            // A cache line per step: four loads, then four stores, so the
+            // line's write-combining buffer fills back to back.
+            let lines_end = head + body / LINE * LINE;
+            for offset in (head..lines_end).step_by(LINE) {
+                let s = src.add(offset).cast::<__m128i>();
+                let d = out.add(offset).cast::<__m128i>();
+                let (a, b) = (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)));
+                let (c, e) = (_mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
+                _mm_stream_si128(d, a);
+                _mm_stream_si128(d.add(1), b);
+                _mm_stream_si128(d.add(2), c);
+                _mm_stream_si128(d.add(3), e);
+            }
+            for offset in (lines_end..head + body).step_by(VECTOR) {
                 let v = _mm_loadu_si128(src.add(offset).cast::<__m128i>());
                 _mm_stream_si128(out.add(offset).cast::<__m128i>(), v);
             }

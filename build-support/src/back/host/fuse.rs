@@ -293,6 +293,27 @@ impl Generator<'_> {
         let stretch = stretch_of(&e.shape.0, &root.0);
         // A load (or a local holding one) read in place: the loop reads a
         // `LoadedTile` the same way as a `Tile`.
+        if let Some(stretch) = stretch
+            && self.in_place_local(e)?.is_none()
+            && let Some(binding) = self.bind_in_place_load(&tile, e)?
+        {
+            // A load read in place is bound by reference, not moved (see
+            // in_place.rs).
+            let shape = if stretch == Stretch::Whole {
+                fused.shape.clone()
+            } else {
+                self.shape(&e.shape.0)
+            };
+            fused.prelude.extend(binding);
+            overrides.push((e as *const Expr, quote!(#value)));
+            fused.leaves.push(Leaf {
+                tile,
+                value,
+                stretch,
+                shape,
+            });
+            return Ok(());
+        }
         let in_place = match stretch {
             Some(_) => self.in_place_leaf(e)?,
             None => None,
