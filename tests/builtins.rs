@@ -127,6 +127,16 @@ phobos::kernel! {
         c[:, :] = dot(ta, b[:, :])
         ct[:, :] = dot_t(ta, ta)
     }
+
+    // Locals named like the host back end's own bindings of loads read in
+    // place (each load's result is bound beside its local): none shadows
+    // another.
+    kernel load_names(x: tensor<f32>[8], y: tensor<f32>[4]) {
+        let a_loaded = x[0 :+ 4]
+        let loaded_l_a = x[4 :+ 4]
+        let a = x[2 :+ 4]
+        y[0 :+ 4] = a_loaded * 100.0 + loaded_l_a * 10.0 + a
+    }
 }
 
 fn host() -> Device {
@@ -193,6 +203,17 @@ fn float_scalars_match_std() {
             "element {i}: {g} vs {w}"
         );
     }
+}
+
+#[test]
+fn locals_named_like_generated_bindings_keep_their_values() {
+    let device = host();
+    let x = device
+        .tensor_from(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], [8])
+        .unwrap();
+    let mut y = device.zeros::<f32>([4]).unwrap();
+    load_names::launch(&device, &x, &mut y).unwrap();
+    assert_eq!(y.to_vec().unwrap(), [153.0, 264.0, 375.0, 486.0]);
 }
 
 #[test]

@@ -89,7 +89,7 @@ fn inspect_summarizes_a_sane_template() {
     let (code, stdout, stderr) = phobos(&["inspect", model.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{stderr}");
     let expected = format!(
-        "chat template: {} chars (system role: yes, tool calls: no, tool results: yes)",
+        "chat template: {} chars (system role: yes, tools: no, tool calls: no, tool results: yes)",
         template.len()
     );
     assert!(stdout.contains(&expected), "{stdout}");

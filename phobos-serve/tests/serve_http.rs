@@ -448,6 +448,20 @@ fn cases() -> Vec<Case> {
             400,
         ),
         case(
+            "two tools of one name",
+            chat(
+                r#"{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "f"}}]}"#,
+            ),
+            400,
+        ),
+        case(
+            "tool parameters a string",
+            chat(
+                r#"{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": "{}"}}]}"#,
+            ),
+            400,
+        ),
+        case(
             "stream a string",
             chat(r#"{"messages": [{"role": "user", "content": "hi"}], "stream": "yes"}"#),
             400,

@@ -119,7 +119,9 @@ impl Generator<'_> {
         };
         let p = private();
         let ty = names::rust_type(self.dtype_of(e)?);
-        let result = format_ident!("{}_loaded", name);
+        // `__` first: generated locals are `l_<name>`, so no kernel local
+        // can be shadowed by (or shadow) this one.
+        let result = format_ident!("__loaded_{}", name);
         Ok(Some(quote! {
             let #result = #load;
             let #name: &#p::host::LoadedTile<'_, #ty> = match #result {
@@ -221,11 +223,13 @@ kernel rmsnorm(X: tensor<f32>[R, C], W: tensor<f32>[C], Y: tensor<f32>[R, C], ep
         // The load's `Result` stays where the call wrote it; the local
         // borrows the tile inside it (no move out with `?`).
         assert!(
-            out.contains("let l_x_loaded = :: phobos :: __private :: host :: load_in_place (& p_X"),
+            out.contains(
+                "let __loaded_l_x = :: phobos :: __private :: host :: load_in_place (& p_X"
+            ),
             "{out}"
         );
         assert!(
-            out.contains("let l_x : & :: phobos :: __private :: host :: LoadedTile < '_ , f32 > = match l_x_loaded { :: core :: result :: Result :: Ok (ref tile) => tile ,"),
+            out.contains("let l_x : & :: phobos :: __private :: host :: LoadedTile < '_ , f32 > = match __loaded_l_x { :: core :: result :: Result :: Ok (ref tile) => tile ,"),
             "{out}"
         );
         // `x * x` reads the local's LoadedTile twice, never a copy of it.
@@ -237,7 +241,8 @@ kernel rmsnorm(X: tensor<f32>[R, C], W: tensor<f32>[C], Y: tensor<f32>[R, C], ep
         // The store's operands are loads read in place inside the loop,
         // bound the same way.
         assert!(
-            out.contains("_loaded = :: phobos :: __private :: host :: load_in_place (& p_W"),
+            out.contains("let __loaded___t")
+                && out.contains(" = :: phobos :: __private :: host :: load_in_place (& p_W"),
             "{out}"
         );
         assert!(
@@ -277,7 +282,9 @@ kernel rows(X: tensor<f32>[R, 8], Y: tensor<f32>[R, 8]) {
 }";
         let out = generated(text);
         assert!(
-            out.contains("let l_x_loaded = :: phobos :: __private :: host :: load_in_place (& p_X"),
+            out.contains(
+                "let __loaded_l_x = :: phobos :: __private :: host :: load_in_place (& p_X"
+            ),
             "{out}"
         );
         assert!(out.contains("host :: rowmax (l_x)"), "{out}");

@@ -67,19 +67,18 @@ pub fn render_chat(model: &dyn ModelInfo, fields: &Fields<'_>) -> Result<ChatPro
     let choice_none = choice == ToolChoice::None;
     let mut tools = Vec::new();
     if let Some(items) = fields.array("tools")? {
+        let mut names: Vec<&str> = Vec::with_capacity(items.len());
         for (index, tool) in items.iter().enumerate() {
-            let name = tool
-                .get("function")
-                .and_then(|f| f.get("name"))
-                .and_then(Value::as_str);
-            if tool.get("type").and_then(Value::as_str) != Some("function") || name.is_none() {
+            let name = check_tool(index, tool)?;
+            if names.contains(&name) {
                 return Err(ApiError::invalid(
-                    &format!("tools[{index}]"),
+                    &format!("tools[{index}].function.name"),
                     format!(
-                        "tools[{index}] must be {{\"type\": \"function\", \"function\": {{\"name\": ..., \"parameters\": ...}}}}"
+                        "tools[{index}]: a function named '{name}' is already defined; tool names must be unique"
                     ),
                 ));
             }
+            names.push(name);
             if !choice_none {
                 tools.push(tool.clone());
             }
@@ -117,6 +116,56 @@ pub fn render_chat(model: &dyn ModelInfo, fields: &Fields<'_>) -> Result<ChatPro
         in_reasoning,
         forced_call,
     })
+}
+
+/// Checks one entry of `tools` as OpenAI does and gives its function's
+/// name: a `function` tool whose name is 1-64 letters, digits, `_` or `-`,
+/// with an optional string `description`, object `parameters` (a JSON
+/// schema) and boolean `strict`.
+fn check_tool(index: usize, tool: &Value) -> Result<&str, ApiError> {
+    let shape = || {
+        ApiError::invalid(
+            &format!("tools[{index}]"),
+            format!(
+                "tools[{index}] must be {{\"type\": \"function\", \"function\": {{\"name\": ..., \"parameters\": ...}}}}"
+            ),
+        )
+    };
+    let function = match (
+        tool.get("type").and_then(Value::as_str),
+        tool.get("function"),
+    ) {
+        (Some("function"), Some(Value::Object(function))) => function,
+        _ => return Err(shape()),
+    };
+    let field = |name: &str| format!("tools[{index}].function.{name}");
+    let Some(name) = function.get("name").and_then(Value::as_str) else {
+        return Err(shape());
+    };
+    let name_is_valid = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !name_is_valid {
+        return Err(ApiError::invalid(
+            &field("name"),
+            format!(
+                "{}: {name:?} is not a function name (1 to 64 letters, digits, '_' or '-')",
+                field("name")
+            ),
+        ));
+    }
+    let expect = |key: &str, fits: fn(&Value) -> bool, what: &str| match function.get(key) {
+        Some(value) if !value.is_null() && !fits(value) => Err(ApiError::invalid(
+            &field(key),
+            format!("{} must be {what}", field(key)),
+        )),
+        _ => Ok(()),
+    };
+    expect("description", Value::is_string, "a string")?;
+    expect("parameters", Value::is_object, "an object (a JSON schema)")?;
+    expect("strict", Value::is_boolean, "true or false")?;
+    Ok(name)
 }
 
 /// Prompt text to ids: BOS as the model wants it unless the template wrote
@@ -401,6 +450,52 @@ fn tool_call_json(index: usize, name: &str, arguments: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tools_are_checked_as_openai_does() {
+        let tool = |function: Value| json!({"type": "function", "function": function});
+        let good = tool(json!({"name": "get_weather-2", "description": "d",
+                               "parameters": {"type": "object"}, "strict": true}));
+        assert_eq!(check_tool(0, &good).ok(), Some("get_weather-2"));
+        assert_eq!(check_tool(0, &tool(json!({"name": "f"}))).ok(), Some("f"));
+        let cases = [
+            (json!({"type": "function"}), "tools[3]"),
+            (
+                json!({"type": "web_search", "function": {"name": "f"}}),
+                "tools[3]",
+            ),
+            (tool(json!({"parameters": {}})), "tools[3]"),
+            (tool(json!({"name": ""})), "tools[3].function.name"),
+            (
+                tool(json!({"name": "get weather"})),
+                "tools[3].function.name",
+            ),
+            (
+                tool(json!({"name": "x".repeat(65)})),
+                "tools[3].function.name",
+            ),
+            (
+                tool(json!({"name": "f", "parameters": "{}"})),
+                "tools[3].function.parameters",
+            ),
+            (
+                tool(json!({"name": "f", "description": 7})),
+                "tools[3].function.description",
+            ),
+            (
+                tool(json!({"name": "f", "strict": "yes"})),
+                "tools[3].function.strict",
+            ),
+        ];
+        for (value, param) in cases {
+            let error = check_tool(3, &value).err();
+            assert_eq!(
+                error.as_ref().and_then(|e| e.param.as_deref()),
+                Some(param),
+                "{value}: {error:?}"
+            );
+        }
+    }
 
     fn deltas(chunks: &[RespondFields]) -> Vec<Value> {
         chunks.iter().map(|c| c["delta"].clone()).collect()
