@@ -876,6 +876,28 @@ fn a_nested_field_error_names_its_path() {
         response.json()["error"]["param"],
         "stream_options.include_usage"
     );
+    // The Responses API is served through the chat route; its errors name
+    // the fields as the Responses API spells them.
+    for (body, param) in [
+        (
+            r#"{"input": "hi", "tools": [{"type": "function", "name": "get weather"}]}"#,
+            "tools[0].name",
+        ),
+        (
+            r##"{"input": "hi", "text": {"format": {"type": "json_schema", "name": "x", "schema": {"anyOf": [{"$ref": "#"}]}}}}"##,
+            "text.format",
+        ),
+    ] {
+        let response = server.request("POST", "/v1/responses", body);
+        assert_eq!(response.status, 400, "{body}: {}", response.text());
+        assert_eq!(response.json()["error"]["param"], param, "{body}");
+        assert!(
+            !response.text().contains("function.name")
+                && !response.text().contains("response_format"),
+            "{}",
+            response.text()
+        );
+    }
 }
 
 #[test]

@@ -45,7 +45,9 @@ pub async fn responses(
     } = {
         let (model, defaults) = (model.clone(), state.defaults.clone());
         let chat = std::mem::take(&mut translated.chat);
-        super::off_runtime(move || prepare_chat(&*model, &defaults, &Fields(&chat))).await?
+        super::off_runtime(move || prepare_chat(&*model, &defaults, &Fields(&chat)))
+            .await
+            .map_err(request::in_responses_terms)?
     };
     let generation = Generation::start(
         "input",

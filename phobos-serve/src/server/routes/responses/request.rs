@@ -449,9 +449,88 @@ fn included_logprobs(include: Option<&Value>) -> Result<bool, ApiError> {
     Ok(logprobs)
 }
 
+/// An error the chat route raised for the translated request, in the
+/// Responses API's own field names (`text.format` for `response_format`,
+/// flat `tools[i].name`, `max_output_tokens`, `input`), so a client is
+/// told about the field it sent.
+pub fn in_responses_terms(mut error: ApiError) -> ApiError {
+    let Some(param) = error.param.take() else {
+        return error;
+    };
+    let renamed = responses_param(&param);
+    if renamed != param {
+        error.message = error.message.replace(&param, &renamed);
+        error.message = error
+            .message
+            .replace("'response_format'", "'text.format'")
+            .replace("'max_completion_tokens'", "'max_output_tokens'")
+            .replace("'max_tokens'", "'max_output_tokens'");
+    }
+    error.param = Some(renamed);
+    error
+}
+
+fn responses_param(param: &str) -> String {
+    let renames: [(&str, &str); 5] = [
+        ("response_format.json_schema", "text.format"),
+        ("response_format", "text.format"),
+        ("max_completion_tokens", "max_output_tokens"),
+        ("max_tokens", "max_output_tokens"),
+        ("messages", "input"),
+    ];
+    for (chat, responses) in renames {
+        if let Some(rest) = param.strip_prefix(chat)
+            && (rest.is_empty() || rest.starts_with(['.', '[']))
+        {
+            // Message indices differ after the translation; the field is
+            // `input` as a whole.
+            if chat == "messages" {
+                return responses.to_owned();
+            }
+            return format!("{responses}{rest}");
+        }
+    }
+    // Chat's `tools[i].function.name` is the flat `tools[i].name`.
+    if let Some(rest) = param.strip_prefix("tools[")
+        && let Some((index, field)) = rest.split_once(']')
+    {
+        let field = field.strip_prefix(".function").unwrap_or(field);
+        return format!("tools[{index}]{field}");
+    }
+    param.to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chat_errors_name_the_responses_fields() {
+        let cases = [
+            ("response_format", "text.format"),
+            ("response_format.json_schema.schema", "text.format.schema"),
+            ("response_format.type", "text.format.type"),
+            ("tools[2].function.name", "tools[2].name"),
+            ("tools[2].function.parameters", "tools[2].parameters"),
+            ("tools[2]", "tools[2]"),
+            ("max_completion_tokens", "max_output_tokens"),
+            ("messages[3].content", "input"),
+            ("temperature", "temperature"),
+            ("response_formats", "response_formats"),
+        ];
+        for (chat, responses) in cases {
+            let error = in_responses_terms(ApiError::invalid(
+                chat,
+                format!("{chat} is wrong; 'response_format' says so"),
+            ));
+            assert_eq!(error.param.as_deref(), Some(responses), "{chat}");
+            if chat != responses {
+                assert!(!error.message.contains(chat), "{chat}: {}", error.message);
+            }
+        }
+        let plain = in_responses_terms(ApiError::bad_request("no field"));
+        assert_eq!((plain.param, plain.message.as_str()), (None, "no field"));
+    }
 
     fn translate_json(body: Value) -> Result<Translated, ApiError> {
         let Value::Object(map) = body else {
