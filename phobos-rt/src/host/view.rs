@@ -531,6 +531,25 @@ mod tests {
     use super::*;
     use crate::Device;
 
+    /// Every start alignment and length around the vector and line sizes:
+    /// exactly the elements asked for are written.
+    #[test]
+    fn streamed_copies_write_exactly_their_elements() {
+        let src: Vec<u8> = (0..400u32).map(|i| (i * 7 + 1) as u8).collect();
+        for start in 0..70 {
+            for len in [0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 200, 256, 300] {
+                let mut dst = vec![0u8; 400];
+                // SAFETY: `start + len` <= 370 < 400; the buffers are
+                // distinct and no other thread sees them.
+                unsafe { stream_copy(&src[..len], dst.as_mut_ptr().add(start)) };
+                fence_streamed_stores();
+                assert!(dst[..start].iter().all(|&b| b == 0), "{start}+{len}");
+                assert_eq!(&dst[start..start + len], &src[..len], "{start}+{len}");
+                assert!(dst[start + len..].iter().all(|&b| b == 0), "{start}+{len}");
+            }
+        }
+    }
+
     #[test]
     fn plain_stores_need_the_sole_view_of_a_non_overlapping_layout() {
         let device = Device::host();
