@@ -13,10 +13,9 @@
 //! (`let l = match r { Ok(ref t) => t, .. }`), never moved out of its
 //! `Result` with `?`: a `LoadedTile` is ~120 bytes, and each move copied it
 //! with vector loads over the narrower stores that had just built it, a
-//! store-forwarding stall per move. Three to five such stalls per block
-//! were most of a row kernel's per-block cost (rmsnorm with 64-column
-//! blocks ran 1.65x faster without them, with 1,024-column blocks 1.15x;
-//! one thread, Zen 4).
+//! store-forwarding stall per move. Those stalls were most of a row
+//! kernel's per-block cost (rmsnorm with 64-column blocks ran 1.5x faster
+//! without them, with 1,024-column blocks 1.1-1.2x; one thread, Zen 4).
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
