@@ -139,23 +139,19 @@ pub(crate) fn adapt_messages(
     caps: &Capabilities,
 ) -> Vec<serde_json::Value> {
     let tools_in_preamble = !caps.tools && !tools.is_empty();
-    let mut with_tools;
-    let mut messages = messages;
+    let mut messages = messages.to_vec();
     if tools_in_preamble {
         let preamble = tools_preamble(tools);
-        with_tools = messages.to_vec();
-        match with_tools.first_mut() {
+        match messages.first_mut() {
             Some(first) if first.role == "system" => {
                 first.content = format!("{}\n\n{preamble}", first.content);
             }
-            _ => with_tools.insert(0, ChatMessage::new("system", &preamble)),
+            _ => messages.insert(0, ChatMessage::new("system", &preamble)),
         }
-        messages = &with_tools;
     }
     let mut adapted: Vec<ChatMessage> = Vec::with_capacity(messages.len());
     let mut pending_system: Option<String> = None;
-    for message in messages {
-        let mut message = message.clone();
+    for mut message in messages {
         if message.role == "system" && !caps.system_role {
             pending_system = Some(match pending_system {
                 Some(previous) => format!("{previous}\n{}", message.content),

@@ -291,46 +291,40 @@ impl Generator<'_> {
         let value = format_ident!("__v{}", id);
         let ty = names::rust_type(self.dtype_of(e)?);
         let stretch = stretch_of(&e.shape.0, &root.0);
-        // A load (or a local holding one) read in place: the loop reads a
-        // `LoadedTile` the same way as a `Tile`.
-        if let Some(stretch) = stretch
-            && self.in_place_local(e)?.is_none()
-            && let Some(binding) = self.bind_in_place_load(&tile, e)?
-        {
-            // A load read in place is bound by reference, not moved (see
-            // in_place.rs).
-            let shape = if stretch == Stretch::Whole {
-                fused.shape.clone()
-            } else {
-                self.shape(&e.shape.0)
-            };
-            fused.prelude.extend(binding);
-            overrides.push((e as *const Expr, quote!(#value)));
-            fused.leaves.push(Leaf {
-                tile,
-                value,
-                stretch,
-                shape,
-            });
-            return Ok(());
-        }
-        let in_place = match stretch {
-            Some(_) => self.in_place_leaf(e)?,
-            None => None,
+        // A load read in place is bound by reference, not moved out of
+        // its `Result` (see in_place.rs).
+        let bound_in_place = match stretch {
+            Some(stretch) if self.in_place_local(e)?.is_none() => self
+                .bind_in_place_load(&tile, e)?
+                .map(|binding| (binding, stretch)),
+            _ => None,
         };
-        let (mut tile_ref, tile_type) = match in_place {
-            Some(leaf) => leaf,
-            None => (self.tile_ref(e)?, quote!(&#p::host::Tile<#ty>)),
-        };
-        let stretch = match stretch {
-            Some(stretch) => stretch,
+        let (binding, stretch) = match bound_in_place {
+            Some(bound) => bound,
             None => {
-                // Operators broadcast implicitly (NumPy rules): a leaf that
-                // is neither per row nor per column is stretched to the
-                // tree's shape once, before the loop.
-                let shape = &fused.shape;
-                tile_ref = quote!(&(#p::host::broadcast_to(#tile_ref, &[#(#shape),*])?));
-                Stretch::Whole
+                // A local holding an in-place load: the loop reads a
+                // `LoadedTile` the same way as a `Tile`.
+                let in_place = match stretch {
+                    Some(_) => self.in_place_leaf(e)?,
+                    None => None,
+                };
+                let (mut tile_ref, tile_type) = match in_place {
+                    Some(leaf) => leaf,
+                    None => (self.tile_ref(e)?, quote!(&#p::host::Tile<#ty>)),
+                };
+                let stretch = match stretch {
+                    Some(stretch) => stretch,
+                    None => {
+                        // Operators broadcast implicitly (NumPy rules): a
+                        // leaf that is neither per row nor per column is
+                        // stretched to the tree's shape once, before the
+                        // loop.
+                        let shape = &fused.shape;
+                        tile_ref = quote!(&(#p::host::broadcast_to(#tile_ref, &[#(#shape),*])?));
+                        Stretch::Whole
+                    }
+                };
+                (quote!(let #tile: #tile_type = #tile_ref;), stretch)
             }
         };
         let shape = if stretch == Stretch::Whole {
@@ -338,9 +332,7 @@ impl Generator<'_> {
         } else {
             self.shape(&e.shape.0)
         };
-        fused
-            .prelude
-            .extend(quote!(let #tile: #tile_type = #tile_ref;));
+        fused.prelude.extend(binding);
         overrides.push((e as *const Expr, quote!(#value)));
         fused.leaves.push(Leaf {
             tile,
