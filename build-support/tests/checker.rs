@@ -198,3 +198,13 @@ fn autotune_configs_pin_cluster_parameters() {
     assert_eq!(show(k.configs())[0], "A=16, S=1");
     assert_eq!(show(k.autotune_configs()), vec!["A=16, S=1", "A=32, S=1"]);
 }
+
+#[test]
+fn prefetch_is_checked_like_a_load_and_prints_as_a_statement() {
+    // Any element type, masked slices past the end, a point index.
+    let text =
+        ir("  prefetch(X[program_id(0) * T + T :+ T])\n  prefetch(I[n])\n  prefetch(B[0 :+ 4])");
+    assert_has(&text, "prefetch X[span(");
+    assert_has(&text, "prefetch I[point(param(n))]");
+    assert_has(&text, "prefetch B[span(0:i32, 4)]");
+}

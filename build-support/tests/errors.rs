@@ -218,3 +218,20 @@ fn quantized_stores_and_block_access_name_what_they_take() {
         &src("  let s = qscales(X[0 :+ 1, 0 :+ 32])"),
     );
 }
+
+#[test]
+fn prefetch_is_a_statement_over_a_tensor_slice() {
+    check("prefetch_arity", &kernel("  prefetch(X[0 :+ T], 1)"));
+    check(
+        "prefetch_of_a_tile",
+        &kernel("  let t = X[0 :+ T]\n  prefetch(t)"),
+    );
+    check(
+        "prefetch_as_a_value",
+        &kernel("  let p = prefetch(X[0 :+ T])"),
+    );
+    check(
+        "prefetch_of_quantized",
+        "@grid(1)\nkernel k(W: tensor<q4_0>[R, 64]) {\n  prefetch(W[0 :+ 4, 0 :+ 32])\n}\n",
+    );
+}

@@ -10,7 +10,7 @@ use crate::ir::{Builtin, DType, Elem, ExprKind, Shape, ShapeExpr};
 use crate::span::Span;
 
 /// Every callable name in the source language.
-pub const FUNCTION_NAMES: [&str; 39] = [
+pub const FUNCTION_NAMES: [&str; 40] = [
     "program_id",
     "num_programs",
     "cdiv",
@@ -46,6 +46,7 @@ pub const FUNCTION_NAMES: [&str; 39] = [
     "cumsum",
     "tril",
     "atomic_add",
+    "prefetch",
     // Casts other than the scalar type names, listed for suggestions.
     "f16",
     "bf16",
@@ -531,6 +532,10 @@ impl KernelChecker {
             "atomic_add" => Err(Diagnostic::error(
                 span,
                 "`atomic_add(T[...], v)` is a statement: it returns nothing",
+            )),
+            "prefetch" => Err(Diagnostic::error(
+                span,
+                "`prefetch(T[...])` is a statement: it returns nothing",
             )),
             _ => {
                 let mut candidates: Vec<&str> = FUNCTION_NAMES.to_vec();

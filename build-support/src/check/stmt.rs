@@ -413,52 +413,94 @@ impl KernelChecker {
     fn expr_stmt(&mut self, e: &ast::Expr) -> Result<StmtKind, Diagnostic> {
         if let ast::ExprKind::Call { callee, args } = &e.kind
             && let ast::ExprKind::Name(name) = &callee.kind
-            && name == "atomic_add"
             && self.lookup(name).is_none()
         {
-            let [target, value] = args.as_slice() else {
-                return Err(Diagnostic::error(
-                    e.span,
-                    format!("`atomic_add` takes 2 arguments, got {}", args.len()),
-                )
-                .with_note("signature: atomic_add(T[slices], value)"));
-            };
-            let ast::ExprKind::Index { base, subs } = &target.kind else {
-                return Err(Diagnostic::error(
-                    target.span,
-                    "`atomic_add` needs a tensor slice: `atomic_add(T[i :+ n], v)`",
-                ));
-            };
-            let ast::ExprKind::Name(tensor) = &base.kind else {
-                return Err(Diagnostic::error(
-                    base.span,
-                    "`atomic_add` needs a tensor parameter by name",
-                ));
-            };
-            let (elem, index, shape) = self.tensor_slice(tensor, base.span, subs, target.span)?;
-            let Elem::Scalar(to) = elem else {
-                return Err(Diagnostic::error(
-                    base.span,
-                    "cannot `atomic_add` into a quantized tensor",
-                ));
-            };
-            if to == DType::Bool {
-                return Err(Diagnostic::error(
-                    base.span,
-                    format!("cannot `atomic_add` into `{tensor}`: it holds bool, not numbers"),
-                ));
+            match name.as_str() {
+                "atomic_add" => return self.atomic_add(e, args),
+                "prefetch" => return self.prefetch(e, args),
+                _ => {}
             }
-            let v = self.expr(value)?;
-            self.numeric(&v, "`atomic_add`")?;
-            let v = convert(v, to);
-            let value = broadcast_to(&self.shapes(), v, &shape, "`atomic_add`")?;
-            self.mark_written(tensor);
-            return Ok(StmtKind::AtomicAdd {
-                tensor: tensor.clone(),
-                index,
-                value,
-            });
         }
         Ok(StmtKind::Expr(self.expr(e)?.expr))
+    }
+
+    /// The `T[slices]` first argument of a statement built-in (`what`):
+    /// the tensor's name and the span of that name.
+    fn statement_target<'e>(
+        what: &str,
+        target: &'e ast::Expr,
+    ) -> Result<(&'e String, Span, &'e [ast::Subscript]), Diagnostic> {
+        let ast::ExprKind::Index { base, subs } = &target.kind else {
+            return Err(Diagnostic::error(
+                target.span,
+                format!("`{what}` needs a tensor slice: `{what}(T[i :+ n], ..)`"),
+            ));
+        };
+        let ast::ExprKind::Name(tensor) = &base.kind else {
+            return Err(Diagnostic::error(
+                base.span,
+                format!("`{what}` needs a tensor parameter by name"),
+            ));
+        };
+        Ok((tensor, base.span, subs))
+    }
+
+    fn atomic_add(&mut self, e: &ast::Expr, args: &[ast::Expr]) -> Result<StmtKind, Diagnostic> {
+        let [target, value] = args else {
+            return Err(Diagnostic::error(
+                e.span,
+                format!("`atomic_add` takes 2 arguments, got {}", args.len()),
+            )
+            .with_note("signature: atomic_add(T[slices], value)"));
+        };
+        let (tensor, base_span, subs) = Self::statement_target("atomic_add", target)?;
+        let (elem, index, shape) = self.tensor_slice(tensor, base_span, subs, target.span)?;
+        let Elem::Scalar(to) = elem else {
+            return Err(Diagnostic::error(
+                base_span,
+                "cannot `atomic_add` into a quantized tensor",
+            ));
+        };
+        if to == DType::Bool {
+            return Err(Diagnostic::error(
+                base_span,
+                format!("cannot `atomic_add` into `{tensor}`: it holds bool, not numbers"),
+            ));
+        }
+        let v = self.expr(value)?;
+        self.numeric(&v, "`atomic_add`")?;
+        let v = convert(v, to);
+        let value = broadcast_to(&self.shapes(), v, &shape, "`atomic_add`")?;
+        self.mark_written(tensor);
+        Ok(StmtKind::AtomicAdd {
+            tensor: tensor.clone(),
+            index,
+            value,
+        })
+    }
+
+    /// `prefetch(T[slices])`: a hint with no result, so it reads nothing
+    /// the checker tracks and marks nothing written.
+    fn prefetch(&mut self, e: &ast::Expr, args: &[ast::Expr]) -> Result<StmtKind, Diagnostic> {
+        let [target] = args else {
+            return Err(Diagnostic::error(
+                e.span,
+                format!("`prefetch` takes 1 argument, got {}", args.len()),
+            )
+            .with_note("signature: prefetch(T[slices])"));
+        };
+        let (tensor, base_span, subs) = Self::statement_target("prefetch", target)?;
+        let (elem, index, _) = self.tensor_slice(tensor, base_span, subs, target.span)?;
+        if let Elem::Quant(format) = elem {
+            return Err(Diagnostic::error(
+                base_span,
+                format!("cannot `prefetch` the quantized tensor `{tensor}` ({format}) yet"),
+            )
+            .with_note("prefetch reads float and integer tensors"));
+        }
+        Ok(StmtKind::Prefetch {
+            tensor: tensor.clone(),
+            index,
+        })
     }
 }

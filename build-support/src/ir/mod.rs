@@ -294,6 +294,11 @@ pub enum StmtKind {
         index: Vec<Slice>,
         value: Expr,
     },
+    /// A hint that the kernel will soon read a tensor slice: no effect on
+    /// any result, masked at the tensor's extent like a load. The host back
+    /// end spreads the slice's cache-line prefetches over the program's
+    /// following elementwise loops; the PTX back end emits nothing for it.
+    Prefetch { tensor: String, index: Vec<Slice> },
     /// `for var in range(start, end, step)`: `var` takes `start`,
     /// `start + step`, ... while `< end` (`> end` for a negative step). All
     /// four share one integer dtype and are scalars.

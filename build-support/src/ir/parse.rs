@@ -538,6 +538,11 @@ impl Parser {
                     value: self.expr()?,
                 }
             }
+            Tok::Word(w) if w == "prefetch" => {
+                let tensor = self.word()?;
+                let index = self.slices()?;
+                StmtKind::Prefetch { tensor, index }
+            }
             Tok::Word(w) if w == "for" => {
                 let Tok::Local(name) = self.next()? else {
                     return self.err("expected a `%local` after for");

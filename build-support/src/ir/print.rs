@@ -227,6 +227,10 @@ impl<'a> Printer<'a> {
                 self.out.push_str(" += ");
                 self.expr(value)?;
             }
+            StmtKind::Prefetch { tensor, index } => {
+                write!(self.out, "prefetch {tensor}")?;
+                self.slices(index)?;
+            }
             StmtKind::For {
                 var,
                 start,

@@ -63,6 +63,7 @@ pub fn stmt_exprs(kind: &StmtKind) -> Vec<&Expr> {
             slice_exprs(index, &mut out);
             out.push(value);
         }
+        StmtKind::Prefetch { index, .. } => slice_exprs(index, &mut out),
         StmtKind::For {
             start, end, step, ..
         } => out.extend([start, end, step]),
@@ -169,6 +170,7 @@ pub fn exprs_mut(block: &mut Block, f: &mut impl FnMut(&mut Expr)) {
                 slices_mut(index, f);
                 expr_mut(value, f);
             }
+            StmtKind::Prefetch { index, .. } => slices_mut(index, f),
             StmtKind::For {
                 start,
                 end,

@@ -48,6 +48,8 @@ impl Program<'_> {
                 let scalar = value.is_scalar();
                 with_view!(view, |a| store(a, &slices, &stored, scalar))?;
             }
+            // A hint: the interpreter has no caches to warm.
+            StmtKind::Prefetch { .. } => {}
             StmtKind::AtomicAdd {
                 tensor,
                 index,

@@ -71,6 +71,7 @@ fn block_flops(
             StmtKind::Store { value, .. } | StmtKind::AtomicAdd { value, .. } => {
                 expr_flops(value, config)
             }
+            StmtKind::Prefetch { .. } => 0.0,
             StmtKind::For {
                 var,
                 start,

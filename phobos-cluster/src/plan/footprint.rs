@@ -151,6 +151,17 @@ impl<'k> Analysis<'k> {
                     merge(&mut out.reads, tensor, region.clone());
                     merge(&mut out.writes, tensor, region);
                 }
+                // A hint: a shard need not hold the slice it names, so it
+                // adds no read (only what its index expressions read).
+                StmtKind::Prefetch { index, .. } => {
+                    for slice in index {
+                        match slice {
+                            Slice::Point(e) => self.expr_accesses(e, pid, env, out),
+                            Slice::Span { start, .. } => self.expr_accesses(start, pid, env, out),
+                            Slice::Full => {}
+                        }
+                    }
+                }
                 StmtKind::For {
                     var,
                     start,

@@ -75,6 +75,7 @@ pub mod host_impl;
 mod layout;
 mod loaded;
 pub mod math;
+mod prefetch;
 pub mod qmatmul;
 mod quant;
 mod reduce;
@@ -96,6 +97,7 @@ pub use grid::{GridIndex, run_grid, try_run_grid};
 pub use host_impl::{HostImplMode, with_host_slice, with_host_slice_mut};
 pub use layout::{arange, cumsum, expect_shape, full, reshape, transpose, tril, zeros};
 pub use loaded::{LoadedTile, TileData};
+pub use prefetch::Prefetcher;
 pub use quant::{
     QTile, QuantRead, QuantWrite, dequant, dot_quant_lhs, dot_quant_rhs, dot_t_quant_lhs,
     dot_t_quant_rhs, ggml_partner, ggml_rows, load_quant, qlevels, qscales, store_quant,

@@ -270,6 +270,30 @@ pub fn load_in_place<'v, T: Element, V: Readable<T>>(
     Ok(LoadedTile::owned(load_planned(&raw, &plan, other)))
 }
 
+/// The in-bounds parts of `slices` of `view` that are contiguous in
+/// memory, row by row, as `(first element, element count)`; nothing for
+/// slices a load would refuse (a prefetch is only a hint), nor for rows
+/// whose elements are strided.
+pub(super) fn contiguous_runs<T: Element, V: Readable<T>>(
+    view: &V,
+    slices: &[Slice],
+    mut run: impl FnMut(*const T, usize),
+) {
+    let read = view.read_view();
+    let raw = read.raw();
+    let Ok(plan) = Plan::new(raw.shape, raw.strides, raw.offset, slices) else {
+        return;
+    };
+    plan.for_each_row(|row| {
+        if row.stride == 1 && row.hi > row.lo {
+            run(
+                raw.base.wrapping_add(row.first_elem).cast_const(),
+                row.hi - row.lo,
+            );
+        }
+    });
+}
+
 /// The copying load of a planned slice.
 fn load_planned<T: Element>(raw: &RawView<'_, T>, plan: &Plan, other: T) -> Tile<T> {
     let next_tile_delta = plan.likely_next_tile_delta();

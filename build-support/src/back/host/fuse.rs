@@ -108,19 +108,24 @@ impl Fused {
     /// run per row. `target` is the written elements as a `&mut [_]`
     /// expression (an in-place target tile's, or a new tile's slots), if
     /// any, whose row comes first in the inner iterator as `__acc`.
+    /// With `pump` (the kernel prefetches: `Generator::prefetches`), each
+    /// row runs in chunks of `STORE_CHUNK`, pumping the program's
+    /// `__prefetch` queue per chunk.
     pub fn rows(
         &self,
         shape_name: &Ident,
         target: Option<TokenStream>,
+        pump: bool,
         each_row: impl FnOnce(TokenStream, TokenStream) -> TokenStream,
     ) -> TokenStream {
         let rank = self.shape.len();
         let last = rank.saturating_sub(1);
         let mut outer = vec![(quote!((0..__outer)), quote!(_))];
+        // The row's operands: a slice, whether it is written, a pattern.
         let mut inner = Vec::new();
         if let Some(target) = target {
             outer.push((quote!(#target.chunks_exact_mut(__inner)), quote!(__acc_row)));
-            inner.push((quote!(__acc_row.iter_mut()), quote!(__acc)));
+            inner.push((quote!(__acc_row), true, quote!(__acc)));
         }
         for leaf in &self.leaves {
             let (t, v) = (&leaf.tile, &leaf.value);
@@ -128,16 +133,42 @@ impl Fused {
                 Stretch::Whole => {
                     let row = format_ident!("__row_{}", t);
                     outer.push((quote!(#t.as_slice().chunks_exact(__inner)), quote!(#row)));
-                    inner.push((quote!(#row.iter()), quote!(&#v)));
+                    inner.push((quote!(#row), false, quote!(&#v)));
                 }
                 Stretch::PerRow => outer.push((quote!(#t.as_slice().iter()), quote!(&#v))),
-                Stretch::PerColumn => inner.push((quote!(#t.as_slice().iter()), quote!(&#v))),
+                Stretch::PerColumn => inner.push((quote!(#t.as_slice()), false, quote!(&#v))),
             }
         }
         let mut outer = outer.into_iter();
         let (outer_iter, outer_pattern) = zip_all(outer.next(), outer, quote!(0..__outer));
-        let (inner_iter, inner_pattern) = zip_all(None, inner.into_iter(), quote!((0..__inner)));
-        let per_row = each_row(inner_iter, inner_pattern);
+        let range = pump.then(|| quote!([__at..__end]));
+        let inner_iters = inner.into_iter().map(|(slice, written, pattern)| {
+            let iter = if written {
+                quote!(iter_mut)
+            } else {
+                quote!(iter)
+            };
+            (quote!(#slice #range.#iter()), pattern)
+        });
+        let all = if pump {
+            quote!((__at..__end))
+        } else {
+            quote!((0..__inner))
+        };
+        let (inner_iter, inner_pattern) = zip_all(None, inner_iters, all);
+        let mut per_row = each_row(inner_iter, inner_pattern);
+        if pump {
+            let p = private();
+            per_row = quote!(
+                let mut __at: usize = 0;
+                while __at < __inner {
+                    let __end = (__at + #p::host::STORE_CHUNK).min(__inner);
+                    __prefetch.pump(__end - __at);
+                    #per_row
+                    __at = __end;
+                }
+            );
+        }
         quote!(
             let __inner: usize = #shape_name[#last];
             let __outer: usize = #shape_name[..#last].iter().product();
@@ -151,7 +182,8 @@ impl Fused {
 
     /// The loop that writes the tree's elements into the `TileSlots`
     /// named `out` (of `shape_name`'s shape).
-    pub fn fill_slots(&self, shape_name: &Ident, out: &Ident) -> TokenStream {
+    /// With `pump`, the loop runs row by row in chunks (see [`Fused::rows`]).
+    pub fn fill_slots(&self, shape_name: &Ident, out: &Ident, pump: bool) -> TokenStream {
         let body = &self.body;
         // The loops are plain `for` loops over zipped slices writing into
         // the result, never closures handed to an iterator adaptor: code
@@ -161,10 +193,11 @@ impl Fused {
         // element instead of a vectorized loop. The result is written into
         // uninitialized slots (`TileSlots`), not over a tile first filled
         // with zeros: that fill was one more pass over every fused tile.
-        if self.stretched() {
+        if self.stretched() || pump {
             self.rows(
                 shape_name,
                 Some(quote!(#out.slots())),
+                pump,
                 |iter, pattern| quote!(for #pattern in #iter { __acc.write(#body); }),
             )
         } else {
@@ -363,7 +396,7 @@ impl Generator<'_> {
         }
         let checks = fused.shape_checks(&shape_name);
         let out = Ident::new("__out", Span::call_site());
-        let fill = fused.fill_slots(&shape_name, &out);
+        let fill = fused.fill_slots(&shape_name, &out, self.prefetches);
         // The loop writes every slot: the row-by-row form zips the slots'
         // `__outer` rows of `__inner` with every leaf's rows, values or
         // columns, whose shapes `checks` has just matched to `__shape`

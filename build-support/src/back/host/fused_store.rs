@@ -40,7 +40,7 @@ impl Generator<'_> {
         let ty = names::rust_type(self.dtype_of(root)?);
         let shape_name = Ident::new("__shape", Span::call_site());
         let checks = fused.shape_checks(&shape_name);
-        let chunks = chunked_rows(&fused, &shape_name);
+        let chunks = chunked_rows(&fused, &shape_name, self.prefetches);
         let Fused { prelude, shape, .. } = &fused;
         // Slices first, then the leaves, as `store(&view, &[slices],
         // &tree)` evaluated them.
@@ -63,9 +63,11 @@ impl Generator<'_> {
 /// the chunk's slots zipped with each whole leaf's and per-column leaf's
 /// chunk and each per-row leaf's value. The leaves' shapes were checked
 /// against `shape_name` (whole) or their own shapes, so every zip runs the
-/// chunk's full length and every slot is written before `commit`.
-fn chunked_rows(fused: &Fused, shape_name: &Ident) -> TokenStream {
+/// chunk's full length and every slot is written before `commit`. With
+/// `pump`, each chunk also pumps the program's prefetch queue.
+fn chunked_rows(fused: &Fused, shape_name: &Ident, pump: bool) -> TokenStream {
     let p = private();
+    let pump = pump.then(|| quote!(__prefetch.pump(__len);));
     let body = &fused.body;
     let last = fused.shape.len() - 1;
     let mut outer = vec![(quote!((0..__outer)), quote!(__row))];
@@ -120,6 +122,7 @@ fn chunked_rows(fused: &Fused, shape_name: &Ident) -> TokenStream {
                     }
                     // SAFETY: the zip above ran the chunk's full length.
                     unsafe { __sink.commit(__at, __len) };
+                    #pump
                 }
             }
         }

@@ -590,12 +590,16 @@ pub(super) fn host_function(
     let grid = grid::grid_extents(generator, kernel)?;
     let body = generator.block(&kernel.body)?;
     let plain_stores = plain_store_grants(generator, &owned);
+    let prefetcher = generator
+        .prefetches
+        .then(|| quote!(let mut __prefetch = #p::host::Prefetcher::new();));
     let run = quote! {
         let __grid: [usize; 3] = #grid;
         // Each grid dim fits i32: try_run_grid rejects larger grids first.
         let __num_programs: [i32; 3] = [__grid[0] as i32, __grid[1] as i32, __grid[2] as i32];
         #plain_stores
         #p::host::try_run_grid(__grid, |__pid: [i32; 3]| -> #p::Result<()> {
+            #prefetcher
             #body
             ::core::result::Result::Ok(())
         })

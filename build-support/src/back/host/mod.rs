@@ -140,6 +140,9 @@ pub(crate) struct Generator<'k> {
     /// `let` locals bound to a `host::LoadedTile` (a tensor load that may
     /// read the tensor in place) instead of a `Tile` ([`in_place`]).
     in_place_locals: RefCell<Vec<LocalId>>,
+    /// The kernel has a `prefetch` statement: each program keeps a
+    /// `host::Prefetcher` named `__prefetch`, and loops over tiles pump it.
+    prefetches: bool,
 }
 
 impl<'k> Generator<'k> {
@@ -150,6 +153,7 @@ impl<'k> Generator<'k> {
             overrides: RefCell::new(Vec::new()),
             fused_ids: Cell::new(0),
             in_place_locals: RefCell::new(Vec::new()),
+            prefetches: has_prefetch(&kernel.body),
         }
     }
 
@@ -170,4 +174,12 @@ impl<'k> Generator<'k> {
             .local(id)
             .ok_or_else(|| GenError::new(at.span, format!("internal: unknown local {}", id.0)))
     }
+}
+
+fn has_prefetch(body: &[crate::ir::Stmt]) -> bool {
+    let mut found = false;
+    crate::ir::visit::stmts(body, &mut |s| {
+        found |= matches!(s.kind, crate::ir::StmtKind::Prefetch { .. });
+    });
+    found
 }

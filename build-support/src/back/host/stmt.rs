@@ -84,6 +84,11 @@ impl Generator<'_> {
                     quote!(#p::host::atomic_add(&#view, &[#(#slices),*], #value)?;)
                 }
             }
+            StmtKind::Prefetch { tensor, index } => {
+                let view = names::param(tensor);
+                let slices = self.slices(index)?;
+                quote!(__prefetch.push(&#view, &[#(#slices),*]);)
+            }
             StmtKind::For {
                 var,
                 start,
@@ -318,10 +323,11 @@ impl Generator<'_> {
             shape,
             ..
         } = &fused;
-        let update = if fused.stretched() {
+        let update = if fused.stretched() || self.prefetches {
             fused.rows(
                 &shape_name,
                 Some(quote!(#target.as_mut_slice())),
+                self.prefetches,
                 |iter, pattern| quote!(for #pattern in #iter { *__acc = #op(*__acc, #body); }),
             )
         } else {

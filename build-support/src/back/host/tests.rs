@@ -595,3 +595,37 @@ fn host_impl_refuses_names_rust_cannot_call() {
     let errors = generated(&text).unwrap_err();
     assert!(errors[0].message.contains("`@host_impl(fn)`"), "{errors:?}");
 }
+
+/// `prefetch` queues the slice in the program's `Prefetcher`, and the
+/// loops over tiles after it pump the queue per chunk: the elementwise
+/// result (`let e`) and the fused store. A kernel without `prefetch` has
+/// neither.
+#[test]
+fn prefetch_queues_a_slice_that_the_following_loops_pump() {
+    let with = "@autotune(R in [4])
+@grid(cdiv(N, R))
+kernel k(X: tensor<f32>[N, 64], Y: tensor<f32>[N, 64]) {
+  let r0 = program_id(0) * R
+  let x = X[r0 :+ R, 0 :+ 64]
+  prefetch(X[r0 + R :+ R, 0 :+ 64])
+  let e = exp(x)
+  Y[r0 :+ R, 0 :+ 64] = e * 2.0
+}";
+    let out = generated(with).unwrap();
+    let made = out
+        .find("let mut __prefetch = :: phobos :: __private :: host :: Prefetcher :: new () ;")
+        .unwrap_or_else(|| panic!("{out}"));
+    let pushed = out
+        .find("__prefetch . push (& p_X , & [")
+        .unwrap_or_else(|| panic!("{out}"));
+    let filled = out
+        .find("__prefetch . pump (__end - __at) ;")
+        .unwrap_or_else(|| panic!("{out}"));
+    let stored = out
+        .find("__prefetch . pump (__len) ;")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(made < pushed && pushed < filled && filled < stored, "{out}");
+    let without = with.replace("  prefetch(X[r0 + R :+ R, 0 :+ 64])\n", "");
+    let out = generated(&without).unwrap();
+    assert!(!out.contains("__prefetch"), "{out}");
+}

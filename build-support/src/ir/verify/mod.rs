@@ -327,6 +327,9 @@ impl<'k> Verifier<'k> {
                     );
                 }
             }
+            StmtKind::Prefetch { tensor, index } => {
+                self.tensor_slice(tensor, index, span)?;
+            }
             StmtKind::Store {
                 tensor,
                 index,

@@ -120,6 +120,8 @@ impl Planner<'_> {
                 self.slices(index)?;
                 self.expr(value, !value.is_scalar())
             }
+            // Emits nothing (see `Emitter::stmt`), so plans nothing.
+            StmtKind::Prefetch { .. } => Ok(()),
             StmtKind::For {
                 start,
                 end,
