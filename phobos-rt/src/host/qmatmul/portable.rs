@@ -289,6 +289,89 @@ pub(super) fn k_block(ty: GgmlType, w: &[u8], a: &[u8], acc: &mut RowAcc) {
     }
 }
 
+/// Fewest activation rows in one matmul for which the 256-element
+/// formats take ggml's batch order ([`batch_row_dot`]): the pinned ggml
+/// runs its `ggml-cpu/tiled` kernels for these formats from 8 rows of
+/// `src1` (`ggml_tiled_min_batch`) and `vec_dot` below that.
+pub const BATCH_MIN_ROWS: usize = 8;
+
+/// Whether a matmul of format `ty` with `m_rows` activation rows follows
+/// the batch order (otherwise `vec_dot`'s lanes, [`row_dot`]).
+pub(super) fn batch_order(ty: GgmlType, m_rows: usize) -> bool {
+    m_rows >= BATCH_MIN_ROWS
+        && matches!(
+            ty,
+            GgmlType::Q2_K
+                | GgmlType::Q3_K
+                | GgmlType::Q4_K
+                | GgmlType::Q5_K
+                | GgmlType::Q6_K
+                | GgmlType::IQ4_XS
+        )
+}
+
+/// Whether the batch order's term has a min part (`dmin * s2`).
+pub(super) fn batch_has_min(ty: GgmlType) -> bool {
+    matches!(ty, GgmlType::Q2_K | GgmlType::Q4_K | GgmlType::Q5_K)
+}
+
+/// One 256-element block's exact integer sums in the batch order: `s1 =
+/// sum_g sc_g * sum_{i in g} w_i x_i` over the signed levels (Q6_K's
+/// offset of 32 applied through the block sums) and `s2 = sum_g mn_g *
+/// bsum_g` (zero for formats without mins).
+pub(super) fn batch_block_sums(ty: GgmlType, kb: &KBlock, a: &[u8]) -> (i32, i32) {
+    let aq = &a[4..4 + QK_K];
+    let bsums = q8k_bsums(a);
+    let mut s1: i32 = (0..16)
+        .map(|g| {
+            let part: i32 = (16 * g..16 * g + 16)
+                .map(|e| i32::from(kb.levels[e]) * i32::from(aq[e] as i8))
+                .sum();
+            kb.scales16[g] * part
+        })
+        .sum();
+    if ty == GgmlType::Q6_K {
+        s1 -= 32 * (0..16).map(|g| kb.scales16[g] * bsums[g]).sum::<i32>();
+    }
+    let s2 = match ty {
+        GgmlType::Q2_K => (0..16).map(|g| kb.mins[g] * bsums[g]).sum(),
+        GgmlType::Q4_K | GgmlType::Q5_K => (0..8)
+            .map(|j| kb.mins[j] * (bsums[2 * j] + bsums[2 * j + 1]))
+            .sum(),
+        _ => 0,
+    };
+    (s1, s2)
+}
+
+/// Folds one block's batch-order term into `acc` (ggml's AVX2 + FMA
+/// tiled epilogue): `t = d * f32(s1)`, `t = fma(-dmin, f32(s2), t)` for
+/// formats with mins, `acc = fma(t, dx, acc)`.
+#[inline(always)]
+pub(super) fn batch_fold(acc: f32, d: f32, dmin: Option<f32>, s1: i32, s2: i32, dx: f32) -> f32 {
+    let mut term = d * s1 as f32;
+    if let Some(dmin) = dmin {
+        term = (-dmin).mul_add(s2 as f32, term);
+    }
+    term.mul_add(dx, acc)
+}
+
+/// One weight row times one Q8_K activation row in the batch order: each
+/// block's term (see [`batch_fold`]) added in block order into one f32,
+/// starting from zero.
+pub(super) fn batch_row_dot(ty: GgmlType, w_row: &[u8], a_row: &[u8]) -> f32 {
+    let w_bytes = ty.info().block_bytes;
+    let a_blocks = a_row.chunks_exact(super::activations::Q8_K_BYTES);
+    let has_min = batch_has_min(ty);
+    let mut acc = 0.0f32;
+    for (w, a) in w_row.chunks_exact(w_bytes).zip(a_blocks) {
+        let kb = unpack_k(ty, w);
+        let (s1, s2) = batch_block_sums(ty, &kb, a);
+        let dmin = has_min.then_some(kb.dmin);
+        acc = batch_fold(acc, kb.d, dmin, s1, s2, f32_at(a, 0));
+    }
+    acc
+}
+
 /// Folds block `index` of a 32-element format into `acc`.
 pub(super) fn block_32(
     ty: GgmlType,

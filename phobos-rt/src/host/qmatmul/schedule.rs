@@ -5,7 +5,7 @@
 use std::ops::Range;
 
 use super::activations::quantize_activations_threaded;
-use super::kernels::{KernelLevel, Weights, kernel_level, level_supported, run_tile};
+use super::kernels::{KernelLevel, RowOrder, Weights, kernel_level, level_supported, run_tile};
 use super::{QActivations, QMatmulError, QMatrixRef, quantize_activations, vec_dot_type};
 
 /// Activation rows per tile: 64 quantized rows of a 2048-wide matrix stay
@@ -95,18 +95,10 @@ pub(super) fn run(
         row_bytes,
     };
     let (rows, m_rows) = (w.rows, acts.m_rows());
-    let single_row = m_rows == 1;
+    let order = RowOrder::of(w.ty, m_rows);
     if !threaded {
         let mut store = |m: usize, n: usize, v: f32| out[m * rows + n] = v;
-        run_tile(
-            level,
-            &weights,
-            acts,
-            0..rows,
-            0..m_rows,
-            single_row,
-            &mut store,
-        );
+        run_tile(level, &weights, acts, 0..rows, 0..m_rows, order, &mut store);
         return Ok(());
     }
     let pool = crate::pool::global();
@@ -122,9 +114,7 @@ pub(super) fn run(
             // the loop ends.
             unsafe { *out_ptr.0.add(m * rows + n) = v };
         };
-        run_tile(
-            level, &weights, acts, n_range, m_range, single_row, &mut store,
-        );
+        run_tile(level, &weights, acts, n_range, m_range, order, &mut store);
         Ok(())
     };
     pool.run(tiles.len(), &task)

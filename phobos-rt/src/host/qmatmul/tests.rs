@@ -179,6 +179,51 @@ fn reference_row(ty: GgmlType, w_row: &[u8], a_row: &[u8], single_row: bool) -> 
     }
 }
 
+/// The reference for one row pair of a call with `m_rows` activation rows:
+/// the batch order for the 256-element formats from 8 rows (ggml's
+/// `tiled` kernels), `vec_dot`'s lanes otherwise.
+pub(super) fn reference_any_row(ty: GgmlType, w_row: &[u8], a_row: &[u8], m_rows: usize) -> f32 {
+    if m_rows >= 8 && ty.info().block_len == QK_K {
+        reference_batch_row(ty, w_row, a_row)
+    } else {
+        reference_row(ty, w_row, a_row, m_rows == 1)
+    }
+}
+
+/// The plain reference of the batch order: per block the exact sums
+/// element by element (`s1` of scale times signed level times activation,
+/// `s2` of min times activation), then ggml's AVX2 + FMA epilogue
+/// `acc = fma(fma(-dmin, s2, d * s1), dx, acc)` in block order.
+fn reference_batch_row(ty: GgmlType, w_row: &[u8], a_row: &[u8]) -> f32 {
+    let info = ty.info();
+    let a_bytes = 4 + QK_K + 32;
+    let mut acc = 0.0f32;
+    for b in 0..w_row.len() / info.block_bytes {
+        let w = &w_row[b * info.block_bytes..(b + 1) * info.block_bytes];
+        let a = &a_row[b * a_bytes..(b + 1) * a_bytes];
+        let (levels, scales) = element_terms(ty, w);
+        let kb = unpack_k(ty, w);
+        let (mut s1, mut s2) = (0i64, 0i64);
+        for e in 0..QK_K {
+            let x = i64::from(a[4 + e] as i8);
+            let level = i64::from(levels[e]) - if ty == GgmlType::Q6_K { 32 } else { 0 };
+            s1 += i64::from(scales[e]) * level * x;
+            s2 += x * i64::from(match ty {
+                GgmlType::Q2_K => kb.mins[e / 16],
+                GgmlType::Q4_K | GgmlType::Q5_K => kb.mins[e / 32],
+                _ => 0,
+            });
+        }
+        let (s1, s2) = (i32::try_from(s1).unwrap(), i32::try_from(s2).unwrap());
+        let mut term = kb.d * s1 as f32;
+        if matches!(ty, GgmlType::Q2_K | GgmlType::Q4_K | GgmlType::Q5_K) {
+            term = (-kb.dmin).mul_add(s2 as f32, term);
+        }
+        acc = term.mul_add(f32_at(a, 0), acc);
+    }
+    acc
+}
+
 /// Float weights: lane k % 8 by FMA, then the horizontal sum.
 fn reference_float_row(ty: GgmlType, w_row: &[u8], x: &[f32]) -> f32 {
     let mut w = vec![0.0f32; x.len()];
@@ -207,7 +252,7 @@ pub(super) fn reference_matmul(
             out[m * rows + n] = if acts.ty() == GgmlType::F32 {
                 reference_float_row(ty, w_row, &x[m * cols..(m + 1) * cols])
             } else {
-                reference_row(ty, w_row, acts.row_blocks(m), m_rows == 1)
+                reference_any_row(ty, w_row, acts.row_blocks(m), m_rows)
             };
         }
     }

@@ -210,8 +210,9 @@ fn k_512_rows<const W: usize, const R: usize>(
 /// activation row (decode), two Q4_K weight rows per pass (Zen 2, M = 1:
 /// 640x1024 30.1 -> 27.8 us) but one row of the others (Q6_K 640x2048:
 /// 49.6 us with one row, 60.8 with two; its levels take more registers).
+/// `BATCH`: the batch order (`portable::batch_row_dot`).
 #[cfg(target_arch = "x86_64")]
-pub(super) fn k_avx2_tile(
+pub(super) fn k_avx2_tile<const BATCH: bool>(
     w: &Weights<'_>,
     acts: &QActivations,
     n_range: Range<usize>,
@@ -223,13 +224,41 @@ pub(super) fn k_avx2_tile(
         macro_rules! go {
             ($f:expr) => {
                 match group {
-                    4 => k_avx2_group::<{ $f as u32 }, 1, 4>(w, acts, m0, n_range.clone(), store),
-                    3 => k_avx2_group::<{ $f as u32 }, 1, 3>(w, acts, m0, n_range.clone(), store),
-                    2 => k_avx2_group::<{ $f as u32 }, 1, 2>(w, acts, m0, n_range.clone(), store),
-                    _ if $f == Q4_K => {
-                        k_avx2_group::<{ $f as u32 }, 2, 1>(w, acts, m0, n_range.clone(), store)
-                    }
-                    _ => k_avx2_group::<{ $f as u32 }, 1, 1>(w, acts, m0, n_range.clone(), store),
+                    4 => k_avx2_group::<{ $f as u32 }, 1, 4, BATCH>(
+                        w,
+                        acts,
+                        m0,
+                        n_range.clone(),
+                        store,
+                    ),
+                    3 => k_avx2_group::<{ $f as u32 }, 1, 3, BATCH>(
+                        w,
+                        acts,
+                        m0,
+                        n_range.clone(),
+                        store,
+                    ),
+                    2 => k_avx2_group::<{ $f as u32 }, 1, 2, BATCH>(
+                        w,
+                        acts,
+                        m0,
+                        n_range.clone(),
+                        store,
+                    ),
+                    _ if $f == Q4_K => k_avx2_group::<{ $f as u32 }, 2, 1, BATCH>(
+                        w,
+                        acts,
+                        m0,
+                        n_range.clone(),
+                        store,
+                    ),
+                    _ => k_avx2_group::<{ $f as u32 }, 1, 1, BATCH>(
+                        w,
+                        acts,
+                        m0,
+                        n_range.clone(),
+                        store,
+                    ),
                 }
             };
         }
@@ -245,7 +274,7 @@ pub(super) fn k_avx2_tile(
 }
 
 #[cfg(target_arch = "x86_64")]
-fn k_avx2_group<const F: u32, const W: usize, const R: usize>(
+fn k_avx2_group<const F: u32, const W: usize, const R: usize, const BATCH: bool>(
     w: &Weights<'_>,
     acts: &QActivations,
     m0: usize,
@@ -259,7 +288,7 @@ fn k_avx2_group<const F: u32, const W: usize, const R: usize>(
     // Decode reads each matrix from memory (`PREFETCH_AHEAD_BYTES`).
     let prefetch = (R == 1).then_some(PREFETCH_AHEAD_BYTES);
     unsafe {
-        crate::host::qmatmul::x86::k_rows_avx2::<F, W, R>(
+        crate::host::qmatmul::x86::k_rows_avx2::<F, W, R, BATCH>(
             w.data,
             w.row_bytes,
             n_range,

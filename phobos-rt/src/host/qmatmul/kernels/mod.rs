@@ -9,6 +9,7 @@ use phobos_quant::GgmlType;
 
 use super::{QActivations, float_weights, portable};
 
+mod kbatch;
 mod kquant;
 mod q32;
 
@@ -132,18 +133,49 @@ impl Weights<'_> {
     }
 }
 
-/// Computes `store(m, n, W[n] . x[m])` for every pair of the ranges.
-/// `single_row` says the whole call has one activation row (IQ4_NL's order).
+/// Which of ggml's orders a whole matmul call follows (it depends on the
+/// call's activation row count, as in ggml; module docs of `qmatmul`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RowOrder {
+    /// One activation row: `vec_dot` (IQ4_NL's two accumulators).
+    Single,
+    /// `vec_dot`'s lanes (IQ4_NL: llamafile's one accumulator).
+    Lanes,
+    /// A 256-element format with at least `portable::BATCH_MIN_ROWS` rows:
+    /// ggml's tiled batch order (`portable::batch_row_dot`).
+    Batch,
+}
+
+impl RowOrder {
+    /// The order of a call of format `ty` with `m_rows` activation rows.
+    pub(super) fn of(ty: GgmlType, m_rows: usize) -> Self {
+        if portable::batch_order(ty, m_rows) {
+            RowOrder::Batch
+        } else if m_rows == 1 {
+            RowOrder::Single
+        } else {
+            RowOrder::Lanes
+        }
+    }
+}
+
+/// Computes `store(m, n, W[n] . x[m])` for every pair of the ranges, in
+/// the call's `order`.
 pub(super) fn run_tile(
     level: KernelLevel,
     w: &Weights<'_>,
     acts: &QActivations,
     n_range: Range<usize>,
     m_range: Range<usize>,
-    single_row: bool,
+    order: RowOrder,
     store: &mut impl FnMut(usize, usize, f32),
 ) {
     let float = acts.ty() == GgmlType::F32;
+    if order == RowOrder::Batch && !float {
+        kbatch::batch_tile(level, w, acts, n_range, m_range, store);
+        return;
+    }
+    let single_row = order == RowOrder::Single;
     let iq4nl_single = w.ty == GgmlType::IQ4_NL && single_row;
     #[cfg(target_arch = "x86_64")]
     if iq4nl_single && !float && level >= KernelLevel::Avx512Vnni {
@@ -211,7 +243,7 @@ pub(super) fn run_tile(
     }
     #[cfg(target_arch = "x86_64")]
     if super::x86::has_k_avx2(w.ty) {
-        k_avx2_tile(w, acts, n_range, m_range, store);
+        k_avx2_tile::<false>(w, acts, n_range, m_range, store);
         return;
     }
     for_groups(m_range, |m0, group| match group {

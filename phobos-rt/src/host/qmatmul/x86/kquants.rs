@@ -23,7 +23,7 @@ use phobos_quant::{GgmlType, QK_K};
 use super::f16_at;
 use super::{hsum8, iq4_lookup, k_row_total, load16, load32, nibbles};
 use crate::host::qmatmul::activations::Q8_K_BYTES;
-use crate::host::qmatmul::portable::f32_at;
+use crate::host::qmatmul::portable::{batch_fold, f32_at};
 
 const Q2_K: u32 = GgmlType::Q2_K as u32;
 const Q3_K: u32 = GgmlType::Q3_K as u32;
@@ -304,7 +304,8 @@ impl<'a> Block<'a> {
 /// rows per pass, the ragged end one at a time. The pointers and the block
 /// count are set up once here, so a pass costs its blocks and its `W * R`
 /// horizontal sums only (with K = 1024 a per-row setup was ~18% of the
-/// time).
+/// time). `BATCH`: the batch order (`portable::batch_row_dot`) instead of
+/// `vec_dot`'s lanes; the integer sums are the same, summed across lanes.
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C. `F` is the id of Q2_K..Q6_K or
@@ -312,7 +313,12 @@ impl<'a> Block<'a> {
 /// -127..=127 (`QActivations`). Short operands shorten the work, never
 /// read past it.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(in crate::host::qmatmul) fn k_rows_avx2<const F: u32, const W: usize, const R: usize>(
+pub(in crate::host::qmatmul) fn k_rows_avx2<
+    const F: u32,
+    const W: usize,
+    const R: usize,
+    const BATCH: bool,
+>(
     w: &[u8],
     row_bytes: usize,
     n_range: Range<usize>,
@@ -341,7 +347,7 @@ pub(in crate::host::qmatmul) fn k_rows_avx2<const F: u32, const W: usize, const 
         // SAFETY: each weight row holds `row_bytes >= n_blocks * w_bytes`
         // bytes, each activation row at least `n_blocks` Q8_K blocks; this
         // function's features and contract cover `tile`'s.
-        let out = unsafe { tile::<F, W, R>(w_ptrs, a_ptrs, n_blocks, prefetch_ahead_bytes) };
+        let out = unsafe { tile::<F, W, R, BATCH>(w_ptrs, a_ptrs, n_blocks, prefetch_ahead_bytes) };
         for (i, values) in out.iter().enumerate() {
             for (r, &value) in values.iter().enumerate() {
                 store(m0 + r, n + i, value);
@@ -352,7 +358,7 @@ pub(in crate::host::qmatmul) fn k_rows_avx2<const F: u32, const W: usize, const 
     while n < n_end {
         // SAFETY: as above, one row.
         let [values] = unsafe {
-            tile::<F, 1, R>(
+            tile::<F, 1, R, BATCH>(
                 [w.as_ptr().add(n * row_bytes)],
                 a_ptrs,
                 n_blocks,
@@ -375,7 +381,7 @@ pub(in crate::host::qmatmul) fn k_rows_avx2<const F: u32, const W: usize, const 
 /// `F`, each `a_rows[r]` for `n_blocks` Q8_K blocks.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn tile<const F: u32, const W: usize, const R: usize>(
+unsafe fn tile<const F: u32, const W: usize, const R: usize, const BATCH: bool>(
     w_rows: [*const u8; W],
     a_rows: [*const u8; R],
     n_blocks: usize,
@@ -389,8 +395,9 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize>(
     // a pair costs one `madd`, convert and FMA; the odd last row uses
     // `acc_mins`. Lane for lane the same FMAs.
     let mut acc_min_pairs = [[_mm256_setzero_ps(); R]; W];
-    let paired_rows = if F == Q4_K { R - R % 2 } else { 0 };
+    let paired_rows = if F == Q4_K && !BATCH { R - R % 2 } else { 0 };
     let mut summs = [[0.0f32; R]; W];
+    let mut batch_acc = [[0.0f32; R]; W];
     for b in 0..n_blocks {
         // (Loops, not `array::from_fn`: its closures are not inlined into
         // this `target_feature` function, and vectors would cross calls
@@ -479,6 +486,12 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize>(
             for i in 0..W {
                 let u = &blocks[i];
                 let mut sumi = sumi[i][r];
+                if BATCH {
+                    // SAFETY: this function's features include AVX2.
+                    batch_acc[i][r] =
+                        unsafe { batch_term::<F>(u, sumi, bsums, yd, batch_acc[i][r]) };
+                    continue;
+                }
                 match F {
                     Q2_K => {
                         let mins = _mm256_cvtepi32_ps(_mm256_madd_epi16(u.extra, bsums));
@@ -515,6 +528,9 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize>(
             }
         }
     }
+    if BATCH {
+        return batch_acc;
+    }
     let mut out = [[0.0; R]; W];
     for i in 0..W {
         for r in 0..R {
@@ -538,6 +554,63 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize>(
         }
     }
     out
+}
+
+/// One block's batch-order term folded into `acc`
+/// (`portable::batch_fold`): `sumi` holds the block's scaled integer
+/// sums in eight lanes, `bsums` the activation's 16 block sums.
+#[inline(always)]
+unsafe fn batch_term<const F: u32>(
+    u: &Block<'_>,
+    sumi: __m256i,
+    bsums: __m256i,
+    yd: f32,
+    acc: f32,
+) -> f32 {
+    // SAFETY: the caller runs with AVX2 (`tile`'s contract).
+    unsafe {
+        let mut s1 = hsum_i32(sumi);
+        let s2 = match F {
+            Q2_K => hsum_i32(_mm256_madd_epi16(u.extra, bsums)),
+            Q4_K | Q5_K => {
+                let pair_sums = _mm_hadd_epi16(
+                    _mm256_castsi256_si128(bsums),
+                    _mm256_extracti128_si256(bsums, 1),
+                );
+                let prod = _mm_madd_epi16(_mm256_castsi256_si128(u.extra), pair_sums);
+                hsum_i32_128(prod)
+            }
+            Q6_K => {
+                s1 -= 32 * hsum_i32(_mm256_madd_epi16(bsums, u.extra));
+                0
+            }
+            _ => 0,
+        };
+        let dmin = matches!(F, Q2_K | Q4_K | Q5_K).then_some(u.dmin);
+        batch_fold(acc, u.d, dmin, s1, s2, yd)
+    }
+}
+
+/// The wrapping sum of the eight i32 lanes (exact: the batch sums fit).
+#[inline(always)]
+unsafe fn hsum_i32(v: __m256i) -> i32 {
+    // SAFETY: the caller runs with AVX2.
+    unsafe {
+        let mut lanes = [0i32; 8];
+        _mm256_storeu_si256(lanes.as_mut_ptr().cast(), v);
+        lanes.iter().fold(0i32, |a, &b| a.wrapping_add(b))
+    }
+}
+
+/// The wrapping sum of the four i32 lanes.
+#[inline(always)]
+unsafe fn hsum_i32_128(v: __m128i) -> i32 {
+    // SAFETY: the caller runs with SSE2 (every x86-64).
+    unsafe {
+        let mut lanes = [0i32; 4];
+        _mm_storeu_si128(lanes.as_mut_ptr().cast(), v);
+        lanes.iter().fold(0i32, |a, &b| a.wrapping_add(b))
+    }
 }
 
 /// Whether format `ty` has a kernel here.

@@ -1,0 +1,38 @@
+//! The batch order's tiles (256-element formats, at least
+//! `portable::BATCH_MIN_ROWS` activation rows in the call): ggml's
+//! `ggml-cpu/tiled` numerics, one exact integer sum per (weight row,
+//! activation row, block) and one float term.
+
+use std::ops::Range;
+
+use super::{KernelLevel, Weights};
+use crate::host::qmatmul::{QActivations, portable};
+
+/// Weight rows `n_range` times activation rows `m_range` in the batch
+/// order: the AVX-512 VNNI tile where the format has one, the AVX2 tile
+/// (the lane kernels' integer sums, summed across lanes) at the AVX2
+/// level and for the other formats, the portable statement otherwise.
+pub(super) fn batch_tile(
+    level: KernelLevel,
+    w: &Weights<'_>,
+    acts: &QActivations,
+    n_range: Range<usize>,
+    m_range: Range<usize>,
+    store: &mut impl FnMut(usize, usize, f32),
+) {
+    #[cfg(target_arch = "x86_64")]
+    if level != KernelLevel::Portable {
+        super::kquant::k_avx2_tile::<true>(w, acts, n_range, m_range, store);
+        return;
+    }
+    let _ = level;
+    for m in m_range {
+        for n in n_range.clone() {
+            store(
+                m,
+                n,
+                portable::batch_row_dot(w.ty, w.row(n), acts.row_blocks(m)),
+            );
+        }
+    }
+}
