@@ -21,6 +21,25 @@ pub(super) fn batch_tile(
     store: &mut impl FnMut(usize, usize, f32),
 ) {
     #[cfg(target_arch = "x86_64")]
+    if level.has_512() && crate::host::qmatmul::x86::has_k_batch_512(w.ty) {
+        use crate::host::qmatmul::x86::k_batch_512;
+        use phobos_quant::GgmlType::*;
+        let a_rows: Vec<&[u8]> = m_range.clone().map(|m| acts.row_blocks(m)).collect();
+        let (data, row_bytes, m0) = (w.data, w.row_bytes, m_range.start);
+        // SAFETY: the AVX-512 levels run only where the CPU supports them
+        // (the entry points check); the entry points checked the
+        // activation rows against the weight rows' blocks, and activation
+        // levels are in -127..=127 (`QActivations`).
+        unsafe {
+            match w.ty {
+                Q4_K => k_batch_512::<{ Q4_K as u32 }>(data, row_bytes, n_range, &a_rows, m0, store),
+                Q5_K => k_batch_512::<{ Q5_K as u32 }>(data, row_bytes, n_range, &a_rows, m0, store),
+                _ => k_batch_512::<{ Q6_K as u32 }>(data, row_bytes, n_range, &a_rows, m0, store),
+            }
+        }
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
     if level != KernelLevel::Portable {
         super::kquant::k_avx2_tile::<true>(w, acts, n_range, m_range, store);
         return;

@@ -148,7 +148,7 @@ unsafe fn k3_words(w: &[u8]) -> __m256i {
 /// The per-block state of one weight block; the chunks' levels and scales
 /// are derived from it (and the block bytes) where they are used.
 #[derive(Clone, Copy)]
-struct Block<'a> {
+pub(super) struct Block<'a> {
     w: &'a [u8],
     /// The i16 scales, words 0..8 repeated in both 128-bit lanes.
     scales_low: __m256i,
@@ -178,7 +178,7 @@ impl<'a> Block<'a> {
     /// # Safety
     /// AVX2 and F16C; `w` is one whole block of `F`.
     #[inline(always)]
-    unsafe fn new<const F: u32>(w: &'a [u8]) -> Self {
+    pub(super) unsafe fn new<const F: u32>(w: &'a [u8]) -> Self {
         // SAFETY: the caller's contract.
         unsafe {
             let zero = _mm256_setzero_si256();
@@ -231,7 +231,7 @@ impl<'a> Block<'a> {
     /// The levels of chunk `c` (a literal): unsigned for the `maddubs`
     /// operand, or signed for `signed` formats.
     #[inline(always)]
-    unsafe fn levels<const F: u32>(&self, c: usize) -> __m256i {
+    pub(super) unsafe fn levels<const F: u32>(&self, c: usize) -> __m256i {
         let w = self.w;
         // SAFETY: `new`'s contract.
         unsafe {
