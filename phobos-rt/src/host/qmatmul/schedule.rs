@@ -102,7 +102,11 @@ pub(super) fn run(
         return Ok(());
     }
     let pool = crate::pool::global();
-    let tiles = split(rows, m_rows, row_bytes, pool.threads());
+    let tiles = if order == RowOrder::Batch {
+        batch_split(rows, m_rows, pool.threads())
+    } else {
+        split(rows, m_rows, row_bytes, pool.threads())
+    };
     let out_ptr = OutPtr(out.as_mut_ptr());
     let task = |index: usize| -> crate::Result<()> {
         let (n_range, m_range) = tiles[index].clone();
@@ -157,6 +161,29 @@ fn split(
     for m0 in (0..m_rows).step_by(M_TILE) {
         for n0 in (0..rows).step_by(n_tile) {
             tiles.push((n0..(n0 + n_tile).min(rows), m0..(m0 + M_TILE).min(m_rows)));
+        }
+    }
+    tiles
+}
+
+/// Activation rows per tile in the batch order: its tiles pack each
+/// 16-row weight panel once per tile and read the activations as stored,
+/// so tall tiles pack less (Zen 4, 640x1024 Q4_K, M = 512, two threads:
+/// BENCHMARKS.md, session 21).
+const BATCH_M_TILE: usize = 256;
+
+/// The batch order's split: up to [`BATCH_M_TILE`] activation rows by
+/// whole 16-row weight panels, at least four tiles per thread where the
+/// panels allow.
+fn batch_split(rows: usize, m_rows: usize, threads: usize) -> Vec<(Range<usize>, Range<usize>)> {
+    let m_tiles = m_rows.div_ceil(BATCH_M_TILE).max(1);
+    let m_tile = m_rows.div_ceil(m_tiles).max(1);
+    let n_tiles_wanted = (4 * threads.max(1)).div_ceil(m_tiles);
+    let n_tile = rows.div_ceil(n_tiles_wanted).next_multiple_of(16).max(16);
+    let mut tiles = Vec::new();
+    for m0 in (0..m_rows).step_by(m_tile) {
+        for n0 in (0..rows).step_by(n_tile) {
+            tiles.push((n0..(n0 + n_tile).min(rows), m0..(m0 + m_tile).min(m_rows)));
         }
     }
     tiles
@@ -242,6 +269,7 @@ mod tests {
                 for row_bytes in [18, 440, 1152] {
                     for threads in [1, 2, 3, 8] {
                         check_partition(rows, m_rows, &split(rows, m_rows, row_bytes, threads));
+                        check_partition(rows, m_rows, &batch_split(rows, m_rows, threads));
                     }
                 }
             }

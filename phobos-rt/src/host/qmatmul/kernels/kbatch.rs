@@ -32,8 +32,12 @@ pub(super) fn batch_tile(
         // levels are in -127..=127 (`QActivations`).
         unsafe {
             match w.ty {
-                Q4_K => k_batch_512::<{ Q4_K as u32 }>(data, row_bytes, n_range, &a_rows, m0, store),
-                Q5_K => k_batch_512::<{ Q5_K as u32 }>(data, row_bytes, n_range, &a_rows, m0, store),
+                Q4_K => {
+                    k_batch_512::<{ Q4_K as u32 }>(data, row_bytes, n_range, &a_rows, m0, store)
+                }
+                Q5_K => {
+                    k_batch_512::<{ Q5_K as u32 }>(data, row_bytes, n_range, &a_rows, m0, store)
+                }
                 _ => k_batch_512::<{ Q6_K as u32 }>(data, row_bytes, n_range, &a_rows, m0, store),
             }
         }

@@ -129,14 +129,12 @@ unsafe fn pack_panel<const F: u32>(w_rows: &[&[u8]], n_blocks: usize, panel: &mu
             unsafe {
                 let block = Block::new::<F>(w);
                 for c in 0..8 {
-                    _mm256_storeu_si256(
-                        levels[32 * c..].as_mut_ptr().cast(),
-                        block.levels::<F>(c),
-                    );
+                    _mm256_storeu_si256(levels[32 * c..].as_mut_ptr().cast(), block.levels::<F>(c));
                 }
             }
             for (q, four) in levels.chunks_exact(4).enumerate() {
-                lanes[(LEVELS + q) * 16 + r] = i32::from_le_bytes([four[0], four[1], four[2], four[3]]);
+                lanes[(LEVELS + q) * 16 + r] =
+                    i32::from_le_bytes([four[0], four[1], four[2], four[3]]);
             }
             let (scales, coefs, d, dmin) = block_scales::<F>(w);
             for (g, &scale) in scales.iter().enumerate() {
