@@ -50,6 +50,22 @@
 //!   numerics. IQ4_NL: one accumulator for `m_rows >= 2` (llamafile
 //!   sgemm), two interleaved accumulators plus a scalar tail for
 //!   `m_rows == 1` (ggml's `vec_dot`). Q8_0/Q4_0/Q5_0 are the same in both.
+//! - **Batch order.** The 256-element formats (Q2_K..Q6_K, IQ4_XS) follow
+//!   the kernels the pinned ggml runs for prompt batches instead of
+//!   `vec_dot` (`ggml-cpu/tiled`, which ggml takes from 8 rows of `src1`,
+//!   or at any count with `GGML_CPU_TILED_MM_FORCE=1`): per block the exact
+//!   integer sums `s1 = sum_g sc_g * sum_{i in g} w_i x_i` (signed levels)
+//!   and, for Q2_K/Q4_K/Q5_K, `s2 = sum_g mn_g * bsum_g`; then
+//!   `t = d * f32(s1)`, `t = fma(-dmin, f32(s2), t)`, `acc = fma(t, d_x,
+//!   acc)`, blocks in order from `acc = 0` (`portable::batch_row_dot`).
+//!   Phobos uses this order at every row count, decode included, so a
+//!   row's result never depends on its batch (ggml's does: below 8 rows it
+//!   runs `vec_dot`, whose last bits differ). The order lets a kernel sum
+//!   a block across all its lanes (weight rows in lanes,
+//!   `x86/k_batch_512.rs`), which `vec_dot`'s per-lane scaling does not.
+//!   ggml's AVX-512 build of the tiled kernels rounds the last step
+//!   unfused (`acc + t * d_x`); the AVX2 + FMA build, the reference here,
+//!   fuses it.
 //! - F32/F16/BF16 weights take f32 activations and are not bit-exact with
 //!   ggml (whose order depends on its sgemm tiles): eight f32 lanes of FMAs
 //!   over the row, then the same horizontal sum.
@@ -65,6 +81,8 @@
 //! binary (`level + 2^s`) seeded with `-2^s` times the activation's lane
 //! sums (`QActivations` computes them once per launch). Integer sums are
 //! exact, so the lanes, and every float operation after them, are ggml's.
+//! In the batch order the AVX2 tile sums its lanes' exact integers into
+//! `s1` and the AVX-512 tile takes 16 weight rows per vector instead.
 
 mod activations;
 mod error;

@@ -289,25 +289,20 @@ pub(super) fn k_block(ty: GgmlType, w: &[u8], a: &[u8], acc: &mut RowAcc) {
     }
 }
 
-/// Fewest activation rows in one matmul for which the 256-element
-/// formats take ggml's batch order ([`batch_row_dot`]): the pinned ggml
-/// runs its `ggml-cpu/tiled` kernels for these formats from 8 rows of
-/// `src1` (`ggml_tiled_min_batch`) and `vec_dot` below that.
-pub const BATCH_MIN_ROWS: usize = 8;
-
-/// Whether a matmul of format `ty` with `m_rows` activation rows follows
-/// the batch order (otherwise `vec_dot`'s lanes, [`row_dot`]).
-pub(super) fn batch_order(ty: GgmlType, m_rows: usize) -> bool {
-    m_rows >= BATCH_MIN_ROWS
-        && matches!(
-            ty,
-            GgmlType::Q2_K
-                | GgmlType::Q3_K
-                | GgmlType::Q4_K
-                | GgmlType::Q5_K
-                | GgmlType::Q6_K
-                | GgmlType::IQ4_XS
-        )
+/// Whether format `ty` follows the batch order ([`batch_row_dot`], ggml's
+/// `ggml-cpu/tiled` numerics) rather than `vec_dot`'s lanes
+/// ([`row_dot`]): the 256-element formats with an integer form, at every
+/// activation row count, so a row's result never depends on its batch.
+pub(super) fn batch_order(ty: GgmlType) -> bool {
+    matches!(
+        ty,
+        GgmlType::Q2_K
+            | GgmlType::Q3_K
+            | GgmlType::Q4_K
+            | GgmlType::Q5_K
+            | GgmlType::Q6_K
+            | GgmlType::IQ4_XS
+    )
 }
 
 /// Whether the batch order's term has a min part (`dmin * s2`).

@@ -102,7 +102,7 @@ pub(super) fn run(
         return Ok(());
     }
     let pool = crate::pool::global();
-    let tiles = if order == RowOrder::Batch {
+    let tiles = if order == RowOrder::Batch && m_rows > DECODE_MAX_ROWS {
         batch_split(rows, m_rows, pool.threads())
     } else {
         split(rows, m_rows, row_bytes, pool.threads())
@@ -139,7 +139,7 @@ fn split(
     threads: usize,
 ) -> Vec<(Range<usize>, Range<usize>)> {
     let threads = threads.max(1);
-    if m_rows <= 4 {
+    if m_rows <= DECODE_MAX_ROWS {
         return decode_split(rows, row_bytes, threads)
             .into_iter()
             .map(|n_range| (n_range, 0..m_rows))
@@ -165,6 +165,9 @@ fn split(
     }
     tiles
 }
+
+/// Most activation rows split as decode (weight rows only).
+const DECODE_MAX_ROWS: usize = 4;
 
 /// Activation rows per tile in the batch order: its tiles pack each
 /// 16-row weight panel once per tile and read the activations as stored,

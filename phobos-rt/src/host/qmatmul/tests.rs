@@ -180,10 +180,10 @@ fn reference_row(ty: GgmlType, w_row: &[u8], a_row: &[u8], single_row: bool) -> 
 }
 
 /// The reference for one row pair of a call with `m_rows` activation rows:
-/// the batch order for the 256-element formats from 8 rows (ggml's
-/// `tiled` kernels), `vec_dot`'s lanes otherwise.
+/// the batch order for the 256-element formats (ggml's `tiled` kernels),
+/// `vec_dot`'s lanes otherwise.
 pub(super) fn reference_any_row(ty: GgmlType, w_row: &[u8], a_row: &[u8], m_rows: usize) -> f32 {
-    if m_rows >= 8 && ty.info().block_len == QK_K {
+    if ty.info().block_len == QK_K {
         reference_batch_row(ty, w_row, a_row)
     } else {
         reference_row(ty, w_row, a_row, m_rows == 1)

@@ -1,5 +1,4 @@
-//! The batch order's tiles (256-element formats, at least
-//! `portable::BATCH_MIN_ROWS` activation rows in the call): ggml's
+//! The batch order's tiles (the 256-element formats): ggml's
 //! `ggml-cpu/tiled` numerics, one exact integer sum per (weight row,
 //! activation row, block) and one float term.
 
@@ -8,10 +7,17 @@ use std::ops::Range;
 use super::{KernelLevel, Weights};
 use crate::host::qmatmul::{QActivations, portable};
 
+/// Fewest activation rows for the AVX-512 panel tile: it unpacks 16
+/// weight rows per panel, which a few rows (decode) do not repay; those
+/// run the AVX2 tile, which reads the weights as stored and prefetches
+/// them for a lone row.
+const PANEL_MIN_ROWS: usize = 8;
+
 /// Weight rows `n_range` times activation rows `m_range` in the batch
-/// order: the AVX-512 VNNI tile where the format has one, the AVX2 tile
-/// (the lane kernels' integer sums, summed across lanes) at the AVX2
-/// level and for the other formats, the portable statement otherwise.
+/// order: the AVX-512 VNNI tile where the format has one and the tile has
+/// [`PANEL_MIN_ROWS`], the AVX2 tile (the lane kernels' integer sums,
+/// summed across lanes) at the SIMD levels otherwise, the portable
+/// statement at the portable level.
 pub(super) fn batch_tile(
     level: KernelLevel,
     w: &Weights<'_>,
@@ -21,7 +27,10 @@ pub(super) fn batch_tile(
     store: &mut impl FnMut(usize, usize, f32),
 ) {
     #[cfg(target_arch = "x86_64")]
-    if level.has_512() && crate::host::qmatmul::x86::has_k_batch_512(w.ty) {
+    if level.has_512()
+        && m_range.len() >= PANEL_MIN_ROWS
+        && crate::host::qmatmul::x86::has_k_batch_512(w.ty)
+    {
         use crate::host::qmatmul::x86::k_batch_512;
         use phobos_quant::GgmlType::*;
         let a_rows: Vec<&[u8]> = m_range.clone().map(|m| acts.row_blocks(m)).collect();
@@ -41,6 +50,24 @@ pub(super) fn batch_tile(
                 _ => k_batch_512::<{ Q6_K as u32 }>(data, row_bytes, n_range, &a_rows, m0, store),
             }
         }
+        return;
+    }
+    // A few rows of Q5_K/Q6_K: the AVX-512 row kernel with the batch
+    // epilogue (Zen 4, 640x2048 Q6_K, M = 1: the AVX2 tile ran 0.81x ggml).
+    // Q4_K decode stays on AVX2, as in `run_tile`.
+    #[cfg(target_arch = "x86_64")]
+    if level.has_512()
+        && matches!(
+            w.ty,
+            phobos_quant::GgmlType::Q5_K | phobos_quant::GgmlType::Q6_K
+        )
+    {
+        super::for_groups(m_range, |m0, group| match group {
+            4 => super::kquant::k_512_group::<4, true>(w, acts, m0, n_range.clone(), store),
+            3 => super::kquant::k_512_group::<3, true>(w, acts, m0, n_range.clone(), store),
+            2 => super::kquant::k_512_group::<2, true>(w, acts, m0, n_range.clone(), store),
+            _ => super::kquant::k_512_group::<1, true>(w, acts, m0, n_range.clone(), store),
+        });
         return;
     }
     #[cfg(target_arch = "x86_64")]

@@ -33,7 +33,7 @@ pub(super) fn k_512_tile(
     use crate::host::qmatmul::x86::{K_TILE_ROWS, KPackedActs};
     use GgmlType::*;
     if m_range.len() == 1 {
-        k_512_group::<1>(w, acts, m_range.start, n_range, store);
+        k_512_group::<1, false>(w, acts, m_range.start, n_range, store);
         return;
     }
     thread_local! {
@@ -159,7 +159,7 @@ fn k_tile_group<const F: u32, const P: usize>(
 /// Q4_K 640x1024 23.3 -> 21.9 us, 640x2048 42.0 -> 40.1; Q6_K 640x2048
 /// unchanged at 37 us). Q4_K decode now runs the AVX2 kernel (`run_tile`).
 #[cfg(target_arch = "x86_64")]
-fn k_512_group<const R: usize>(
+pub(super) fn k_512_group<const R: usize, const BATCH: bool>(
     w: &Weights<'_>,
     acts: &QActivations,
     m0: usize,
@@ -170,7 +170,7 @@ fn k_512_group<const R: usize>(
     let mut n = n_range.start;
     if R == 1 {
         while n + 2 <= n_range.end {
-            let values = k_512_rows::<2, R>(w, [w.row(n), w.row(n + 1)], a_rows);
+            let values = k_512_rows::<2, R, BATCH>(w, [w.row(n), w.row(n + 1)], a_rows);
             for (i, row) in values.iter().enumerate() {
                 for (r, &value) in row.iter().enumerate() {
                     store(m0 + r, n + i, value);
@@ -180,7 +180,7 @@ fn k_512_group<const R: usize>(
         }
     }
     for n in n..n_range.end {
-        let [values] = k_512_rows::<1, R>(w, [w.row(n)], a_rows);
+        let [values] = k_512_rows::<1, R, BATCH>(w, [w.row(n)], a_rows);
         for (r, value) in values.into_iter().enumerate() {
             store(m0 + r, n, value);
         }
@@ -188,7 +188,7 @@ fn k_512_group<const R: usize>(
 }
 
 #[cfg(target_arch = "x86_64")]
-fn k_512_rows<const W: usize, const R: usize>(
+fn k_512_rows<const W: usize, const R: usize, const BATCH: bool>(
     w: &Weights<'_>,
     w_rows: [&[u8]; W],
     a_rows: [&[u8]; R],
@@ -198,9 +198,9 @@ fn k_512_rows<const W: usize, const R: usize>(
     // SAFETY: as in `q32_512_group`.
     unsafe {
         match w.ty {
-            Q4_K => k_rows_512::<{ Q4_K as u32 }, W, R>(w_rows, a_rows),
-            Q5_K => k_rows_512::<{ Q5_K as u32 }, W, R>(w_rows, a_rows),
-            _ => k_rows_512::<{ Q6_K as u32 }, W, R>(w_rows, a_rows),
+            Q4_K => k_rows_512::<{ Q4_K as u32 }, W, R, BATCH>(w_rows, a_rows),
+            Q5_K => k_rows_512::<{ Q5_K as u32 }, W, R, BATCH>(w_rows, a_rows),
+            _ => k_rows_512::<{ Q6_K as u32 }, W, R, BATCH>(w_rows, a_rows),
         }
     }
 }

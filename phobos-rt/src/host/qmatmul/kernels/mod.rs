@@ -141,15 +141,15 @@ pub(super) enum RowOrder {
     Single,
     /// `vec_dot`'s lanes (IQ4_NL: llamafile's one accumulator).
     Lanes,
-    /// A 256-element format with at least `portable::BATCH_MIN_ROWS` rows:
-    /// ggml's tiled batch order (`portable::batch_row_dot`).
+    /// A 256-element format: ggml's tiled batch order
+    /// (`portable::batch_row_dot`), whatever the row count.
     Batch,
 }
 
 impl RowOrder {
     /// The order of a call of format `ty` with `m_rows` activation rows.
     pub(super) fn of(ty: GgmlType, m_rows: usize) -> Self {
-        if portable::batch_order(ty, m_rows) {
+        if portable::batch_order(ty) {
             RowOrder::Batch
         } else if m_rows == 1 {
             RowOrder::Single

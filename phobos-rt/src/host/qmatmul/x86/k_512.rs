@@ -12,11 +12,11 @@ use std::arch::x86_64::*;
 
 use phobos_quant::{GgmlType, QK_K};
 
-use super::kquants::block_bytes;
+use super::kquants::{block_bytes, hsum_i32, hsum_i32_128};
 use super::{f16_at, k_row_total, load64};
 use crate::host::qmatmul::activations::Q8_K_BYTES;
 use crate::host::qmatmul::kernels::PREFETCH_AHEAD_BYTES;
-use crate::host::qmatmul::portable::{f32_at, u32_at};
+use crate::host::qmatmul::portable::{batch_fold, f32_at, u32_at};
 
 const Q4_K: u32 = GgmlType::Q4_K as u32;
 const Q5_K: u32 = GgmlType::Q5_K as u32;
@@ -187,7 +187,12 @@ unsafe fn unpack<const F: u32>(w: &[u8]) -> Unpacked {
 // `_mm512_dpwssd_epi32` is stable since Rust 1.89; the workspace declares
 // 1.88 (the lead bumps rust-version at merge).
 #[allow(clippy::incompatible_msrv)]
-pub(in crate::host::qmatmul) fn k_rows_512<const F: u32, const W: usize, const R: usize>(
+pub(in crate::host::qmatmul) fn k_rows_512<
+    const F: u32,
+    const W: usize,
+    const R: usize,
+    const BATCH: bool,
+>(
     w_rows: [&[u8]; W],
     a_rows: [&[u8]; R],
 ) -> [[f32; R]; W] {
@@ -200,6 +205,7 @@ pub(in crate::host::qmatmul) fn k_rows_512<const F: u32, const W: usize, const R
     let mut acc = [[_mm256_setzero_ps(); R]; W];
     let mut acc_mins = [[_mm_setzero_ps(); R]; W];
     let mut summs = [[0.0f32; R]; W];
+    let mut batch_acc = [[0.0f32; R]; W];
     for b in 0..n_blocks {
         // (Loops, not `array::from_fn`: its closure would not inline into
         // this `target_feature` function.)
@@ -238,6 +244,21 @@ pub(in crate::host::qmatmul) fn k_rows_512<const F: u32, const W: usize, const R
                     _mm512_castsi512_si256(wide),
                     _mm512_extracti64x4_epi64(wide, 1),
                 );
+                if BATCH {
+                    // SAFETY: this function's features include AVX2.
+                    let (mut s1, mut s2) = unsafe { (hsum_i32(sumi), 0) };
+                    if F == Q4_K || F == Q5_K {
+                        let prod = _mm_madd_epi16(_mm256_castsi256_si128(u.extra), pair_sums);
+                        // SAFETY: as above.
+                        s2 = unsafe { hsum_i32_128(prod) };
+                    } else {
+                        // SAFETY: as above.
+                        s1 -= 32 * unsafe { hsum_i32(_mm256_madd_epi16(bsums, u.extra)) };
+                    }
+                    let dmin = (F == Q4_K || F == Q5_K).then_some(u.dmin);
+                    batch_acc[i][r] = batch_fold(batch_acc[i][r], u.d, dmin, s1, s2, yd);
+                    continue;
+                }
                 if F == Q4_K || F == Q5_K {
                     let prod = _mm_madd_epi16(_mm256_castsi256_si128(u.extra), pair_sums);
                     let dmin = -yd * u.dmin;
@@ -257,6 +278,9 @@ pub(in crate::host::qmatmul) fn k_rows_512<const F: u32, const W: usize, const R
                 acc[i][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc[i][r]);
             }
         }
+    }
+    if BATCH {
+        return batch_acc;
     }
     let mut out = [[0.0f32; R]; W];
     for i in 0..W {
