@@ -23,7 +23,7 @@ use phobos_quant::{GgmlType, QK_K};
 use super::f16_at;
 use super::{hsum8, iq4_lookup, k_row_total, load16, load32, nibbles};
 use crate::host::qmatmul::activations::Q8_K_BYTES;
-use crate::host::qmatmul::portable::{batch_fold, f32_at};
+use crate::host::qmatmul::portable::f32_at;
 
 const Q2_K: u32 = GgmlType::Q2_K as u32;
 const Q3_K: u32 = GgmlType::Q3_K as u32;
@@ -397,7 +397,9 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize, const BATCH: bool>(
     let mut acc_min_pairs = [[_mm256_setzero_ps(); R]; W];
     let paired_rows = if F == Q4_K && !BATCH { R - R % 2 } else { 0 };
     let mut summs = [[0.0f32; R]; W];
-    let mut batch_acc = [[0.0f32; R]; W];
+    // The batch order's accumulators, lane `i * R + r` (at most four).
+    const { assert!(!BATCH || W * R <= 4) };
+    let mut batch_acc = _mm_setzero_ps();
     for b in 0..n_blocks {
         // (Loops, not `array::from_fn`: its closures are not inlined into
         // this `target_feature` function, and vectors would cross calls
@@ -480,18 +482,17 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize, const BATCH: bool>(
                 }
             }
         }
+        if BATCH {
+            // SAFETY: this function's features include AVX2 and FMA.
+            batch_acc = unsafe { batch_terms::<F, W, R>(&blocks, &sumi, &a, batch_acc) };
+            continue;
+        }
         for r in 0..R {
             let yd = f32_at(a[r], 0);
             let bsums = load32(&a[r][4 + QK_K..]);
             for i in 0..W {
                 let u = &blocks[i];
                 let mut sumi = sumi[i][r];
-                if BATCH {
-                    // SAFETY: this function's features include AVX2.
-                    batch_acc[i][r] =
-                        unsafe { batch_term::<F>(u, sumi, bsums, yd, batch_acc[i][r]) };
-                    continue;
-                }
                 match F {
                     Q2_K => {
                         let mins = _mm256_cvtepi32_ps(_mm256_madd_epi16(u.extra, bsums));
@@ -529,7 +530,10 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize, const BATCH: bool>(
         }
     }
     if BATCH {
-        return batch_acc;
+        let mut lanes = [0.0f32; 4];
+        // SAFETY: `lanes` is 16 writable bytes; the store is unaligned.
+        unsafe { _mm_storeu_ps(lanes.as_mut_ptr(), batch_acc) };
+        return std::array::from_fn(|i| std::array::from_fn(|r| lanes[i * R + r]));
     }
     let mut out = [[0.0; R]; W];
     for i in 0..W {
@@ -556,38 +560,80 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize, const BATCH: bool>(
     out
 }
 
-/// One block's batch-order term folded into `acc`
-/// (`portable::batch_fold`): `sumi` holds the block's scaled integer
-/// sums in eight lanes, `bsums` the activation's 16 block sums.
+/// One block's batch-order terms folded into `acc`, lane `i * R + r`
+/// (`portable::batch_fold` lane by lane): `sumi` holds each pair's scaled
+/// integer sums in eight lanes; four pairs' sums are reduced together.
 #[inline(always)]
-unsafe fn batch_term<const F: u32>(
-    u: &Block<'_>,
-    sumi: __m256i,
-    bsums: __m256i,
-    yd: f32,
-    acc: f32,
-) -> f32 {
-    // SAFETY: the caller runs with AVX2 (`tile`'s contract).
+unsafe fn batch_terms<const F: u32, const W: usize, const R: usize>(
+    blocks: &[Block<'_>; W],
+    sumi: &[[__m256i; R]; W],
+    a: &[&[u8; Q8_K_BYTES]; R],
+    acc: __m128,
+) -> __m128 {
+    // SAFETY: the caller runs with AVX2 and FMA (`tile`'s contract).
     unsafe {
-        let mut s1 = hsum_i32(sumi);
-        let s2 = match F {
-            Q2_K => hsum_i32(_mm256_madd_epi16(u.extra, bsums)),
-            Q4_K | Q5_K => {
-                let pair_sums = _mm_hadd_epi16(
-                    _mm256_castsi256_si128(bsums),
-                    _mm256_extracti128_si256(bsums, 1),
-                );
-                let prod = _mm_madd_epi16(_mm256_castsi256_si128(u.extra), pair_sums);
-                hsum_i32_128(prod)
+        let mut s1 = [_mm256_setzero_si256(); 4];
+        let mut s2 = [_mm256_setzero_si256(); 4];
+        let (mut d, mut dmin, mut yd) = ([0.0f32; 4], [0.0f32; 4], [0.0f32; 4]);
+        for i in 0..W {
+            for r in 0..R {
+                let (c, u) = (i * R + r, &blocks[i]);
+                let bsums = load32(&a[r][4 + QK_K..]);
+                s1[c] = sumi[i][r];
+                match F {
+                    Q2_K => s2[c] = _mm256_madd_epi16(u.extra, bsums),
+                    Q4_K | Q5_K => {
+                        let pair_sums = _mm_hadd_epi16(
+                            _mm256_castsi256_si128(bsums),
+                            _mm256_extracti128_si256(bsums, 1),
+                        );
+                        let prod = _mm_madd_epi16(_mm256_castsi256_si128(u.extra), pair_sums);
+                        s2[c] = _mm256_zextsi128_si256(prod);
+                    }
+                    Q6_K => {
+                        let offset = _mm256_slli_epi32(_mm256_madd_epi16(bsums, u.extra), 5);
+                        s1[c] = _mm256_sub_epi32(s1[c], offset);
+                    }
+                    _ => {}
+                }
+                (d[c], dmin[c], yd[c]) = (u.d, u.dmin, f32_at(a[r].as_slice(), 0));
             }
-            Q6_K => {
-                s1 -= 32 * hsum_i32(_mm256_madd_epi16(bsums, u.extra));
-                0
-            }
-            _ => 0,
+        }
+        let has_min = matches!(F, Q2_K | Q4_K | Q5_K);
+        // Up to two pairs (decode): one reduction for both sums, the mins
+        // in lanes 2 and 3; lanes past the pairs have d = 0 and stay 0.
+        let (sums, mins) = if has_min && W * R <= 2 {
+            let both = hsum4([s1[0], s1[1], s2[0], s2[1]]);
+            (both, _mm_shuffle_epi32::<0b11_10_11_10>(both))
+        } else {
+            (
+                hsum4(s1),
+                if has_min {
+                    hsum4(s2)
+                } else {
+                    _mm_setzero_si128()
+                },
+            )
         };
-        let dmin = matches!(F, Q2_K | Q4_K | Q5_K).then_some(u.dmin);
-        batch_fold(acc, u.d, dmin, s1, s2, yd)
+        let vector = |v: [f32; 4]| _mm_setr_ps(v[0], v[1], v[2], v[3]);
+        let mut term = _mm_mul_ps(vector(d), _mm_cvtepi32_ps(sums));
+        if has_min {
+            term = _mm_fnmadd_ps(vector(dmin), _mm_cvtepi32_ps(mins), term);
+        }
+        _mm_fmadd_ps(term, vector(yd), acc)
+    }
+}
+
+/// The wrapping sums of four vectors' eight i32 lanes, one per lane.
+#[inline(always)]
+unsafe fn hsum4(v: [__m256i; 4]) -> __m128i {
+    // SAFETY: the caller runs with AVX2.
+    unsafe {
+        let quads = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+        _mm_add_epi32(
+            _mm256_castsi256_si128(quads),
+            _mm256_extracti128_si256::<1>(quads),
+        )
     }
 }
 
