@@ -4,9 +4,10 @@
 // stdin and writes ggml's own MUL_MAT result for each (m rows of n f32) to
 // stdout. Run with GGML_CPU_TILED_MM_FORCE=1 so the K-quants take ggml's
 // `ggml-cpu/tiled` kernels at any m, as ggml does by itself from m = 8.
-// Plain CPU buffers, so no weight repacking. Link it against an AVX2 + FMA
-// build of ggml (build-check.sh): its AVX-512 build rounds the tiled
-// kernels' last step unfused, and Phobos follows the AVX2 + FMA build.
+// Plain CPU buffers, so no weight repacking. build-check.sh links it
+// against an AVX2 + FMA build of ggml, the numerics reference; the native
+// AVX-512 build gave the same bits on a Zen 4 (GCC contracts its tiled
+// kernels' separate multiply and add into the FMA the AVX2 code spells).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
