@@ -69,27 +69,43 @@ fn single_rows_equal_ggml_vec_dot() {
             labels.push(format!("{ty} cols={cols}"));
         }
     }
-    let mut child = Command::new(&harness)
+    let theirs = run_harness(Command::new(&harness), &input);
+    assert_bit_equal(&labels, &ours, &theirs);
+}
+
+/// Runs a harness on `input` (its stdin) and reads back its f32 results.
+fn run_harness(mut command: Command, input: &[u8]) -> Vec<f32> {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(&input).unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success());
-    let theirs: Vec<f32> = output
+    output
         .stdout
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
-        .collect();
+        .collect()
+}
+
+/// Asserts `ours` equals `theirs` bit for bit, naming up to 20 differences.
+fn assert_bit_equal(labels: &[String], ours: &[f32], theirs: &[f32]) {
     assert_eq!(theirs.len(), ours.len());
     let mismatches: Vec<String> = labels
         .iter()
-        .zip(ours.iter().zip(&theirs))
+        .zip(ours.iter().zip(theirs))
         .filter(|(_, (a, b))| a.to_bits() != b.to_bits())
         .map(|(l, (a, b))| format!("{l}: ours {a:e} ggml {b:e}"))
         .collect();
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} differ:\n{}",
+        mismatches.len(),
+        ours.len(),
+        mismatches[..mismatches.len().min(20)].join("\n")
+    );
 }
 
 /// The batch order against ggml's own MUL_MAT (its `ggml-cpu/tiled`
@@ -140,32 +156,8 @@ fn batch_order_equals_ggml_tiled_mul_mat() {
             ours.extend_from_slice(&out);
         }
     }
-    let mut child = Command::new(&harness)
-        .env("GGML_CPU_TILED_MM_FORCE", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(&input).unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success());
-    let theirs: Vec<f32> = output
-        .stdout
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
-        .collect();
-    assert_eq!(theirs.len(), ours.len());
-    let mismatches: Vec<String> = labels
-        .iter()
-        .zip(ours.iter().zip(&theirs))
-        .filter(|(_, (a, b))| a.to_bits() != b.to_bits())
-        .map(|(l, (a, b))| format!("{l}: ours {a:e} ggml {b:e}"))
-        .collect();
-    assert!(
-        mismatches.is_empty(),
-        "{} of {} differ:\n{}",
-        mismatches.len(),
-        ours.len(),
-        mismatches[..mismatches.len().min(20)].join("\n")
-    );
+    let mut command = Command::new(&harness);
+    command.env("GGML_CPU_TILED_MM_FORCE", "1");
+    let theirs = run_harness(command, &input);
+    assert_bit_equal(&labels, &ours, &theirs);
 }
