@@ -16,6 +16,7 @@ extern crate self as phobos;
 
 pub use phobos_macros::{kernel, kernel_file};
 
+pub mod allocator;
 pub mod artifact;
 mod device;
 mod dtype;

@@ -1,6 +1,5 @@
 //! The `phobos` command line.
 
-mod allocator;
 mod cli;
 mod inspect;
 mod server;
@@ -67,7 +66,7 @@ enum Command {
 /// (which `fn main() -> Result` would print). Usage errors are clap's
 /// (status 2).
 fn main() -> std::process::ExitCode {
-    allocator::keep_freed_memory();
+    phobos_rt::allocator::keep_freed_memory();
     match run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {

@@ -264,42 +264,33 @@ fn q32_512_group<const F: u32, const R: usize>(
     n_range: Range<usize>,
     store: &mut impl FnMut(usize, usize, f32),
 ) {
-    use crate::host::qmatmul::x86::{q32_rows_512, seed_shift};
+    use crate::host::qmatmul::x86::{pack_prompt_group, q32_rows_512, q32_rows_512_packed};
     thread_local! {
-        static SEEDS: std::cell::Cell<Vec<i32>> = const { std::cell::Cell::new(Vec::new()) };
+        static PACKED: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
     }
-    let mut a_rows = act_rows::<R>(acts, m0);
-    // Prompt groups: the kernel's dot seeds (`-2^s` times the lane sums)
-    // shifted once here instead of once per weight-row pass (a vector
-    // shift per activation row and block on the multiply pipes: Zen 4,
-    // 1024x640 Q5_0, M = 512, BENCHMARKS.md session 17).
-    let mut seeds = SEEDS.take();
+    let a_rows = act_rows::<R>(acts, m0);
+    // Prompt groups: packed once per tile (seeds shifted, one pointer per
+    // block), then run against every weight row of the tile.
+    let mut packed = PACKED.take();
     if R > 1 {
-        let shift = seed_shift(F);
-        seeds.clear();
-        for row in &a_rows {
-            seeds.extend(row.neg_sums.iter().map(|&sum| sum.wrapping_shl(shift)));
-        }
-        let per_row = seeds.len() / R;
-        for (r, row) in a_rows.iter_mut().enumerate() {
-            row.neg_sums = &seeds[r * per_row..(r + 1) * per_row];
-        }
+        pack_prompt_group::<F, R>(&a_rows, &mut packed);
     }
-    let shifted = R > 1;
     let mut n = n_range.start;
     while n < n_range.end {
         let left = n_range.end - n;
         // SAFETY: `run_tile` takes this path only at the AVX-512 level, which
         // the entry points accept only where the CPU supports it; they
-        // checked the activation rows against the weight rows' block count.
+        // checked the activation rows against the weight rows' block count,
+        // and the packing is for `F` and `R`.
         // A lone last row is paired with itself and its copy dropped.
         unsafe {
             if left >= 4 {
-                let out = q32_rows_512::<F, 2, R>(
-                    shifted,
-                    [[w.row(n), w.row(n + 1)], [w.row(n + 2), w.row(n + 3)]],
-                    a_rows,
-                );
+                let quad = [[w.row(n), w.row(n + 1)], [w.row(n + 2), w.row(n + 3)]];
+                let out = if R > 1 {
+                    q32_rows_512_packed::<F, 2, R>(quad, &packed)
+                } else {
+                    q32_rows_512::<F, 2, R>(quad, a_rows)
+                };
                 for (i, pair) in out.iter().enumerate() {
                     for (half, values) in pair.iter().enumerate() {
                         for (r, &value) in values.iter().enumerate() {
@@ -310,7 +301,12 @@ fn q32_512_group<const F: u32, const R: usize>(
                 n += 4;
             } else {
                 let second = if left >= 2 { n + 1 } else { n };
-                let [pair] = q32_rows_512::<F, 1, R>(shifted, [[w.row(n), w.row(second)]], a_rows);
+                let rows = [[w.row(n), w.row(second)]];
+                let [pair] = if R > 1 {
+                    q32_rows_512_packed::<F, 1, R>(rows, &packed)
+                } else {
+                    q32_rows_512::<F, 1, R>(rows, a_rows)
+                };
                 for (half, values) in pair.iter().enumerate().take(second - n + 1) {
                     for (r, &value) in values.iter().enumerate() {
                         store(m0 + r, n + half, value);
@@ -320,7 +316,7 @@ fn q32_512_group<const F: u32, const R: usize>(
             }
         }
     }
-    SEEDS.set(seeds);
+    PACKED.set(packed);
 }
 
 /// IQ4_NL times a single activation row (ggml's two-accumulator order),

@@ -22,7 +22,9 @@ pub(super) use k_batch_512::{has_k_batch_512, k_batch_512};
 pub(super) use kquants::{has_k_avx2, k_rows_avx2};
 pub(super) use legacy::iq4nl_single_avx2;
 pub(super) use legacy::{q32_rows_avx2, q32_rows_vnni};
-pub(super) use q32_512::{ActRow, has_q32_512, iq4nl_single_512, q32_rows_512, seed_shift};
+pub(super) use q32_512::{
+    ActRow, has_q32_512, iq4nl_single_512, pack_prompt_group, q32_rows_512, q32_rows_512_packed,
+};
 pub(super) use q32_avx2::{PackedActs, UnpackedWeights, q32_tile_avx2, q32_tile_unpacked_avx2};
 pub(super) use quantize::{levels_q8_avx2, levels_q8_sums_avx2, quantize_q8_k_avx2};
 

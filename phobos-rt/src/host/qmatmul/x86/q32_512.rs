@@ -143,19 +143,15 @@ pub(in crate::host::qmatmul) const fn seed_shift(f: u32) -> u32 {
     }
 }
 
-/// The lane sums of one activation block times `-2^s`, in both halves;
-/// `shifted`: `neg_sums` already holds them times `2^s`.
+/// The lane sums of one activation block times `-2^s`, in both halves.
 ///
 /// # Safety
 /// `neg_sums` points at eight readable i32; AVX-512 F.
 #[inline(always)]
-unsafe fn offset_seed<const F: u32>(neg_sums: *const i32, shifted: bool) -> __m512i {
+unsafe fn offset_seed<const F: u32>(neg_sums: *const i32) -> __m512i {
     // SAFETY: the caller's contract.
     unsafe {
         let both = _mm512_broadcast_i64x4(_mm256_loadu_si256(neg_sums.cast()));
-        if shifted {
-            return both;
-        }
         match F {
             Q4_0 => _mm512_slli_epi32::<{ seed_shift(Q4_0) }>(both),
             Q5_0 => _mm512_slli_epi32::<{ seed_shift(Q5_0) }>(both),
@@ -165,8 +161,7 @@ unsafe fn offset_seed<const F: u32>(neg_sums: *const i32, shifted: bool) -> __m5
 }
 
 /// One activation row as the kernel reads it: Q8_0 blocks, their f32
-/// scales and negated lane sums (`QActivations`; [`q32_rows_512`] may take
-/// them already shifted).
+/// scales and negated lane sums (`QActivations`).
 #[derive(Clone, Copy)]
 pub(in crate::host::qmatmul) struct ActRow<'a> {
     pub blocks: &'a [u8],
@@ -175,8 +170,7 @@ pub(in crate::host::qmatmul) struct ActRow<'a> {
 }
 
 /// `2P` weight rows (as `P` pairs) of format `F` times `R` activation
-/// rows. Returns `[pair][half][r]`. `seeds_shifted`: each activation row's
-/// `neg_sums` already times `2^seed_shift(F)`.
+/// rows. Returns `[pair][half][r]`.
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA, F16C and AVX-512 F, BW, VL and VNNI.
@@ -187,7 +181,6 @@ pub(in crate::host::qmatmul) struct ActRow<'a> {
 // 1.88 (the lead bumps rust-version at merge).
 #[allow(clippy::incompatible_msrv)]
 pub(in crate::host::qmatmul) fn q32_rows_512<const F: u32, const P: usize, const R: usize>(
-    seeds_shifted: bool,
     w_rows: [[&[u8]; 2]; P],
     acts: [ActRow<'_>; R],
 ) -> [[[f32; R]; 2]; P] {
@@ -242,7 +235,7 @@ pub(in crate::host::qmatmul) fn q32_rows_512<const F: u32, const P: usize, const
                 let a = acts[r].blocks.as_ptr().add(b * Q8_0_BYTES + 2);
                 (
                     _mm512_broadcast_i64x4(_mm256_loadu_si256(a.cast())),
-                    offset_seed::<F>(acts[r].neg_sums.as_ptr().add(8 * b), seeds_shifted),
+                    offset_seed::<F>(acts[r].neg_sums.as_ptr().add(8 * b)),
                     _mm512_set1_ps(*acts[r].scales.as_ptr().add(b)),
                 )
             };
@@ -253,6 +246,150 @@ pub(in crate::host::qmatmul) fn q32_rows_512<const F: u32, const P: usize, const
             }
         }
     }
+    reduce_pairs(&acc)
+}
+
+/// Bytes per block of [`pack_prompt_group`]'s layout for `R` rows: per
+/// row its 32 level bytes twice then its 8 shifted seeds twice (128 bytes,
+/// each operand one whole-register load), then the `R` f32 scales in one
+/// more 64-byte slot.
+pub(in crate::host::qmatmul) const fn packed_block_bytes(r: usize) -> usize {
+    128 * r + 64
+}
+
+/// Lays out `R` activation rows block by block for [`q32_rows_512_packed`],
+/// the seeds already shifted for format `F`, so the kernel reads every
+/// operand of a block at a fixed offset from one pointer. With a pointer
+/// per row, 3R pointers did not fit the registers and spilled each block;
+/// operands stored once per half, not broadcast from 32 bytes, spare a
+/// shuffle per load (Zen 4, 256x640 Q8_0, M = 512: 1596 -> 1360 us on one
+/// thread, BENCHMARKS.md session 22). Blocks past the shortest row are not
+/// packed.
+pub(in crate::host::qmatmul) fn pack_prompt_group<const F: u32, const R: usize>(
+    rows: &[ActRow<'_>; R],
+    out: &mut Vec<u8>,
+) {
+    let shift = seed_shift(F);
+    let n_blocks = rows
+        .iter()
+        .map(|row| {
+            (row.blocks.len() / Q8_0_BYTES)
+                .min(row.scales.len())
+                .min(row.neg_sums.len() / 8)
+        })
+        .min()
+        .unwrap_or(0);
+    let stride = packed_block_bytes(R);
+    out.clear();
+    out.resize(n_blocks * stride, 0);
+    for (b, dst) in out.chunks_exact_mut(stride).enumerate() {
+        let (row_slots, scale_slot) = dst.split_at_mut(128 * R);
+        for ((row, slot), scale) in rows
+            .iter()
+            .zip(row_slots.chunks_exact_mut(128))
+            .zip(scale_slot.chunks_exact_mut(4))
+        {
+            let levels = &row.blocks[b * Q8_0_BYTES + 2..(b + 1) * Q8_0_BYTES];
+            let (level_slot, seed_slot) = slot.split_at_mut(64);
+            for half in level_slot.chunks_exact_mut(32) {
+                half.copy_from_slice(levels);
+            }
+            for (j, seed) in seed_slot.chunks_exact_mut(4).enumerate() {
+                let sum = row.neg_sums[8 * b + j % 8];
+                seed.copy_from_slice(&sum.wrapping_shl(shift).to_le_bytes());
+            }
+            scale.copy_from_slice(&row.scales[b].to_le_bytes());
+        }
+    }
+}
+
+/// [`q32_rows_512`] for a prompt group packed by [`pack_prompt_group`]
+/// (same bits). Returns `[pair][half][r]`.
+///
+/// # Safety
+/// As [`q32_rows_512`]; `packed` is laid out for `R` rows and `F`.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+#[allow(clippy::incompatible_msrv)]
+pub(in crate::host::qmatmul) fn q32_rows_512_packed<
+    const F: u32,
+    const P: usize,
+    const R: usize,
+>(
+    w_rows: [[&[u8]; 2]; P],
+    packed: &[u8],
+) -> [[[f32; R]; 2]; P] {
+    // The scale slot and `products` hold at most eight rows.
+    const { assert!(R <= 8) };
+    let w_bytes = block_bytes(F);
+    let stride = packed_block_bytes(R);
+    // Every pointer below stays inside the first `n_blocks` blocks of its
+    // row and of the packing.
+    let mut n_blocks = packed.len() / stride;
+    for pair in &w_rows {
+        for row in pair {
+            n_blocks = n_blocks.min(row.len() / w_bytes);
+        }
+    }
+    let mut acc = [[_mm512_setzero_ps(); R]; P];
+    for b in 0..n_blocks {
+        let mut levels = [_mm512_setzero_si512(); P];
+        let mut scales = [_mm512_setzero_ps(); P];
+        for p in 0..P {
+            // SAFETY: block `b < n_blocks` of both rows; this function's
+            // features cover the helper's.
+            (levels[p], scales[p]) = unsafe {
+                unpack_pair::<F>(
+                    w_rows[p][0].as_ptr().add(b * w_bytes),
+                    w_rows[p][1].as_ptr().add(b * w_bytes),
+                )
+            };
+        }
+        // SAFETY: block `b < n_blocks` of the packing.
+        let block = unsafe { packed.as_ptr().add(b * stride) };
+        // The products d_w * d_x four activation rows at a time: lanes
+        // [w0 r0..r3 | w0 r0..r3 | w1 r0..r3 | w1 r0..r3] for pair (w0, w1),
+        // so an in-lane shuffle spreads one row's pair of products over the
+        // halves. One multiply per four activation rows instead of one per
+        // row: the multiplies share the FMA pipes, the shuffles do not
+        // (Zen 4). Each product is the same single rounding as before.
+        let mut products = [[_mm512_setzero_ps(); 2]; P];
+        for quad in 0..R.div_ceil(4) {
+            // SAFETY: the scale slot's 16 floats (rows past `R` are zero).
+            let a_scales = unsafe {
+                _mm512_broadcast_f32x4(_mm_loadu_ps(block.add(128 * R + 16 * quad).cast()))
+            };
+            for p in 0..P {
+                products[p][quad] = _mm512_mul_ps(scales[p], a_scales);
+            }
+        }
+        for r in 0..R {
+            // SAFETY: row `r < R` of the block.
+            let (a_levels, seed) = unsafe {
+                (
+                    _mm512_loadu_si512(block.add(128 * r).cast()),
+                    _mm512_loadu_si512(block.add(128 * r + 64).cast()),
+                )
+            };
+            for p in 0..P {
+                let lanes = _mm512_dpbusd_epi32(seed, levels[p], a_levels);
+                let four = products[p][r / 4];
+                let d = match r % 4 {
+                    0 => _mm512_permute_ps::<0x00>(four),
+                    1 => _mm512_permute_ps::<0x55>(four),
+                    2 => _mm512_permute_ps::<0xAA>(four),
+                    _ => _mm512_permute_ps::<0xFF>(four),
+                };
+                acc[p][r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lanes), acc[p][r]);
+            }
+        }
+    }
+    reduce_pairs(&acc)
+}
+
+/// Each accumulator's two halves reduced as ggml reduces eight lanes.
+#[inline]
+#[target_feature(enable = "avx2,avx512f")]
+fn reduce_pairs<const P: usize, const R: usize>(acc: &[[__m512; R]; P]) -> [[[f32; R]; 2]; P] {
     let mut out = [[[0.0f32; R]; 2]; P];
     for p in 0..P {
         for r in 0..R {
@@ -300,7 +437,7 @@ pub(in crate::host::qmatmul) fn iq4nl_single_512<const P: usize>(
             let a = act.blocks.as_ptr().add(b * Q8_0_BYTES + 2);
             (
                 _mm512_broadcast_i64x4(_mm256_loadu_si256(a.cast())),
-                offset_seed::<IQ4_NL>(act.neg_sums.as_ptr().add(8 * b), false),
+                offset_seed::<IQ4_NL>(act.neg_sums.as_ptr().add(8 * b)),
                 _mm512_set1_ps(*act.scales.as_ptr().add(b)),
             )
         };

@@ -1,4 +1,6 @@
-//! glibc's allocator settings for the engine's working set.
+//! glibc's allocator settings for the engine's working set, applied by
+//! the project's binaries (`phobos`, `phobos-kbench`) at start; a library
+//! user's process keeps its own unless it calls [`keep_freed_memory`].
 //!
 //! A prompt batch allocates activations of a few MiB per layer and frees
 //! them again. Left at its defaults, glibc hands such blocks to `mmap` or
@@ -33,6 +35,7 @@ fn user_configured(is_set: impl Fn(&str) -> bool) -> bool {
 }
 
 /// Applies the settings above unless the environment sets the allocator's.
+/// Call it once, before other threads allocate.
 pub fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
