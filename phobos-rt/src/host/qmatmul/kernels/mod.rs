@@ -276,7 +276,8 @@ pub(super) fn for_groups_of(max: usize, m_range: Range<usize>, mut body: impl Fn
 pub(super) const SINGLE_STREAM_MIN_BYTES: usize = 32 << 20;
 
 /// How far ahead of the weights in use a decode pass prefetches. Decode
-/// (one activation row) always prefetches: a model's weights are read once
+/// (one activation row) prefetches, except the single-stream pass over a
+/// matrix of [`SINGLE_STREAM_MIN_BYTES`] and more (`q32_avx2_tile`): a model's weights are read once
 /// per token, far more bytes than the caches hold, so every matrix comes
 /// from memory. In `phobos bench` tg128 on Gemma 3 270M (Zen 2, session
 /// 9), prefetching every decode matrix ran 1.1-1.2x faster than

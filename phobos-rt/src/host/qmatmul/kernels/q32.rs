@@ -47,9 +47,12 @@ pub(super) fn q32_512_tile(
 }
 
 /// The AVX2 tile for Q4_0/Q5_0/Q8_0/IQ4_NL (`x86/q32_avx2.rs`): four
-/// weight rows per pass for a single activation row (one, prefetching, for
-/// matrices streamed from memory), two weight rows times up to four
-/// activation rows otherwise.
+/// weight rows per pass for a single activation row (one for matrices
+/// streamed from memory, left to the hardware prefetcher: one sequential
+/// stream is what it follows best, and software prefetch on top cost
+/// Zen 4 12.4 against 9.8-10.3 ms on 262144x640 Q8_0, one thread,
+/// BENCHMARKS.md session 22), two weight rows times up to four activation
+/// rows otherwise.
 #[cfg(target_arch = "x86_64")]
 pub(super) fn q32_avx2_tile(
     w: &Weights<'_>,
@@ -99,7 +102,7 @@ pub(super) fn q32_avx2_tile(
                         n_range.clone(),
                         store,
                     ),
-                    (_, true) => q32_avx2_group::<{ $f as u32 }, 1, 1, true>(
+                    (_, true) => q32_avx2_group::<{ $f as u32 }, 1, 1, false>(
                         w,
                         acts,
                         m0,
