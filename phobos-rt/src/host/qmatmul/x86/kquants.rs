@@ -626,7 +626,7 @@ unsafe fn batch_terms<const F: u32, const W: usize, const R: usize>(
 
 /// The wrapping sums of four vectors' eight i32 lanes, one per lane.
 #[inline(always)]
-unsafe fn hsum4(v: [__m256i; 4]) -> __m128i {
+pub(super) unsafe fn hsum4(v: [__m256i; 4]) -> __m128i {
     // SAFETY: the caller runs with AVX2.
     unsafe {
         let quads = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));

@@ -352,14 +352,14 @@ pub(in crate::host::qmatmul) fn q32_rows_512_packed<
         // halves. One multiply per four activation rows instead of one per
         // row: the multiplies share the FMA pipes, the shuffles do not
         // (Zen 4). Each product is the same single rounding as before.
-        let mut products = [[_mm512_setzero_ps(); 2]; P];
-        for quad in 0..R.div_ceil(4) {
+        let mut products = [[_mm512_setzero_ps(); P]; 2];
+        for (quad, four_rows) in products.iter_mut().enumerate().take(R.div_ceil(4)) {
             // SAFETY: the scale slot's 16 floats (rows past `R` are zero).
             let a_scales = unsafe {
                 _mm512_broadcast_f32x4(_mm_loadu_ps(block.add(128 * R + 16 * quad).cast()))
             };
-            for p in 0..P {
-                products[p][quad] = _mm512_mul_ps(scales[p], a_scales);
+            for (product, &w_scales) in four_rows.iter_mut().zip(&scales) {
+                *product = _mm512_mul_ps(w_scales, a_scales);
             }
         }
         for r in 0..R {
@@ -372,7 +372,7 @@ pub(in crate::host::qmatmul) fn q32_rows_512_packed<
             };
             for p in 0..P {
                 let lanes = _mm512_dpbusd_epi32(seed, levels[p], a_levels);
-                let four = products[p][r / 4];
+                let four = products[r / 4][p];
                 let d = match r % 4 {
                     0 => _mm512_permute_ps::<0x00>(four),
                     1 => _mm512_permute_ps::<0x55>(four),

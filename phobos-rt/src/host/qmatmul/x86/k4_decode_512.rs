@@ -1,0 +1,189 @@
+//! Q4_K times one Q8_K activation row on AVX-512 VNNI in the batch order
+//! (`portable::batch_row_dot`), four weight rows per pass.
+//!
+//! The batch order needs only each block's two integer totals, so nothing
+//! here keeps ggml's eight lanes: a 512-bit register holds two chunks as
+//! stored (the low nibbles of 64 bytes are chunks `4j` and `4j + 2`, the
+//! high nibbles `4j + 1` and `4j + 3`), the activation is loaded to match,
+//! and `vpdpwssd` applies each chunk's scale while it sums. The four rows'
+//! totals are reduced together and folded as one vector, lane per row, the
+//! same three roundings as the scalar fold. The AVX2 tile and the AVX-512
+//! row kernel both unpack a block's chunks one 32-byte half at a time and
+//! reduce each (row, block) alone.
+
+use std::arch::x86_64::*;
+
+use phobos_quant::QK_K;
+
+use super::{load32, load64};
+use crate::host::qmatmul::activations::Q8_K_BYTES;
+use crate::host::qmatmul::kernels::PREFETCH_AHEAD_BYTES;
+use crate::host::qmatmul::portable::{f32_at, u32_at};
+
+/// Bytes of one Q4_K block: d, dmin (f16), 12 bytes of 6-bit scales and
+/// mins, 128 bytes of nibbles.
+const BLOCK_BYTES: usize = 144;
+
+/// Rows per pass.
+pub(in crate::host::qmatmul) const Q4K_DECODE_ROWS: usize = 4;
+
+/// `vpshufb` indices that spread chunk scales over the 16 words of each
+/// chunk: for register `k`, byte `first[k]` (as a word: the byte, then
+/// zero) in the low 256 bits and byte `first[k] + 2` in the high 256 bits.
+const fn scale_index(first: u8) -> [u8; 64] {
+    let mut index = [0x80u8; 64];
+    let mut byte = 0;
+    while byte < 64 {
+        if byte % 2 == 0 {
+            index[byte] = if byte < 32 { first } else { first + 2 };
+        }
+        byte += 1;
+    }
+    index
+}
+
+const SCALE_INDEX: [[u8; 64]; 4] = [
+    scale_index(0),
+    scale_index(1),
+    scale_index(4),
+    scale_index(5),
+];
+
+/// Two 32-byte chunks as one register (`low` in the low 256 bits).
+#[inline(always)]
+unsafe fn join(low: __m256i, high: __m256i) -> __m512i {
+    // SAFETY: AVX-512 F is enabled by the caller.
+    unsafe { _mm512_inserti64x4::<1>(_mm512_castsi256_si512(low), high) }
+}
+
+/// The 8 six-bit scales (bytes 0..8) and 8 mins (bytes 8..16) of a block.
+#[inline(always)]
+unsafe fn scales_and_mins(block: &[u8]) -> __m128i {
+    let (s0, s1, s2) = (u32_at(block, 4), u32_at(block, 8), u32_at(block, 12));
+    let (m6, m4, m2) = (0x3F3F_3F3Fu32, 0x0F0F_0F0Fu32, 0x0303_0303u32);
+    let scales_low = s0 & m6;
+    let scales_high = (s2 & m4) | (((s0 >> 6) & m2) << 4);
+    let mins_low = s1 & m6;
+    let mins_high = ((s2 >> 4) & m4) | (((s1 >> 6) & m2) << 4);
+    // SAFETY: SSE2 (every x86-64).
+    unsafe {
+        _mm_set_epi32(
+            mins_high as i32,
+            mins_low as i32,
+            scales_high as i32,
+            scales_low as i32,
+        )
+    }
+}
+
+/// The f16 field at `offset` as raw bits.
+#[inline(always)]
+fn f16_bits(block: &[u8], offset: usize) -> i16 {
+    i16::from_le_bytes([block[offset], block[offset + 1]])
+}
+
+/// Weight rows `w_rows` (Q4_K) times one Q8_K activation row; returns one
+/// result per row, each bit-equal to `portable::batch_row_dot`.
+///
+/// # Safety
+/// The CPU must support AVX2, FMA, F16C and AVX-512 F, BW, VL and VNNI.
+/// The activation levels are in -128..=127 (any `i8`).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+// `_mm512_dpwssd_epi32` is stable since Rust 1.89; the workspace declares
+// 1.88 (the lead bumps rust-version at merge).
+#[allow(clippy::incompatible_msrv)]
+pub(in crate::host::qmatmul) fn q4k_decode_512(
+    w_rows: [&[u8]; Q4K_DECODE_ROWS],
+    a_row: &[u8],
+) -> [f32; Q4K_DECODE_ROWS] {
+    let n_blocks = w_rows
+        .iter()
+        .map(|row| row.len() / BLOCK_BYTES)
+        .min()
+        .unwrap_or(0)
+        .min(a_row.len() / Q8_K_BYTES);
+    let low4 = _mm512_set1_epi8(0x0F);
+    // SAFETY: each index table is 64 readable bytes.
+    let scale_index: [__m512i; 4] =
+        std::array::from_fn(|k| unsafe { _mm512_loadu_si512(SCALE_INDEX[k].as_ptr().cast()) });
+    let mut acc = _mm_setzero_ps();
+    for b in 0..n_blocks {
+        // Decode reads each matrix from memory once; the rows of a pass lie
+        // back to back, as in a tensor.
+        let front = w_rows[0]
+            .as_ptr()
+            .wrapping_add(PREFETCH_AHEAD_BYTES + b * Q4K_DECODE_ROWS * BLOCK_BYTES);
+        for line in (0..Q4K_DECODE_ROWS * BLOCK_BYTES).step_by(64) {
+            // A prefetch never faults, whatever the address.
+            _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(line).cast());
+        }
+        let a = &a_row[b * Q8_K_BYTES..(b + 1) * Q8_K_BYTES];
+        let chunk = |c: usize| load32(&a[4 + 32 * c..]);
+        // SAFETY (this and the blocks below): this function's features
+        // cover the helpers'; every slice is a whole block.
+        let (a_levels, chunk_sums) = unsafe {
+            let a_levels = [
+                join(chunk(0), chunk(2)),
+                join(chunk(1), chunk(3)),
+                join(chunk(4), chunk(6)),
+                join(chunk(5), chunk(7)),
+            ];
+            let bsums = load32(&a[4 + QK_K..]);
+            let chunk_sums = _mm_hadd_epi16(
+                _mm256_castsi256_si128(bsums),
+                _mm256_extracti128_si256::<1>(bsums),
+            );
+            (a_levels, chunk_sums)
+        };
+        let mut totals = [_mm256_setzero_si256(); Q4K_DECODE_ROWS];
+        let mut min_parts = [_mm_setzero_si128(); Q4K_DECODE_ROWS];
+        let mut halves = [0i16; 2 * Q4K_DECODE_ROWS];
+        for (i, row) in w_rows.iter().enumerate() {
+            let block = &row[b * BLOCK_BYTES..(b + 1) * BLOCK_BYTES];
+            halves[i] = f16_bits(block, 0);
+            halves[Q4K_DECODE_ROWS + i] = f16_bits(block, 2);
+            // SAFETY: as above.
+            unsafe {
+                let (q0, q1) = (load64(&block[16..]), load64(&block[80..]));
+                let levels = [
+                    _mm512_and_si512(q0, low4),
+                    _mm512_and_si512(_mm512_srli_epi16::<4>(q0), low4),
+                    _mm512_and_si512(q1, low4),
+                    _mm512_and_si512(_mm512_srli_epi16::<4>(q1), low4),
+                ];
+                let packed = scales_and_mins(block);
+                let spread = _mm512_broadcast_i32x4(packed);
+                let mut wide = _mm512_setzero_si512();
+                for k in 0..4 {
+                    let products = _mm512_maddubs_epi16(levels[k], a_levels[k]);
+                    let scales = _mm512_shuffle_epi8(spread, scale_index[k]);
+                    wide = _mm512_dpwssd_epi32(wide, scales, products);
+                }
+                totals[i] = _mm256_add_epi32(
+                    _mm512_castsi512_si256(wide),
+                    _mm512_extracti64x4_epi64::<1>(wide),
+                );
+                let mins = _mm_cvtepu8_epi16(_mm_srli_si128::<8>(packed));
+                min_parts[i] = _mm_madd_epi16(mins, chunk_sums);
+            }
+        }
+        // SAFETY: as above.
+        unsafe {
+            let s1 = super::kquants::hsum4(totals);
+            let s2 = _mm_hadd_epi32(
+                _mm_hadd_epi32(min_parts[0], min_parts[1]),
+                _mm_hadd_epi32(min_parts[2], min_parts[3]),
+            );
+            let scales = _mm256_cvtph_ps(_mm_loadu_si128(halves.as_ptr().cast()));
+            let d = _mm256_castps256_ps128(scales);
+            let dmin = _mm256_extractf128_ps::<1>(scales);
+            let term = _mm_mul_ps(d, _mm_cvtepi32_ps(s1));
+            let term = _mm_fnmadd_ps(dmin, _mm_cvtepi32_ps(s2), term);
+            acc = _mm_fmadd_ps(term, _mm_set1_ps(f32_at(a, 0)), acc);
+        }
+    }
+    let mut out = [0.0f32; Q4K_DECODE_ROWS];
+    // SAFETY: `out` holds four f32.
+    unsafe { _mm_storeu_ps(out.as_mut_ptr(), acc) };
+    out
+}
