@@ -52,22 +52,36 @@ pub(super) fn batch_tile(
         }
         return;
     }
-    // Q4_K decode: four weight rows per pass with only the block totals
-    // (`x86/k4_decode_512.rs`; Zen 4, 640x2048, M = 1: BENCHMARKS.md,
+    // Q4_K and Q6_K decode: four weight rows per pass with only the block
+    // totals (`x86/k4_decode_512.rs`; Zen 4, 640x2048, M = 1: BENCHMARKS.md,
     // session 22).
     #[cfg(target_arch = "x86_64")]
-    if level.has_512() && m_range.len() == 1 && w.ty == phobos_quant::GgmlType::Q4_K {
-        use crate::host::qmatmul::x86::{Q4K_DECODE_ROWS, q4k_decode_512};
+    if level.has_512()
+        && m_range.len() == 1
+        && matches!(
+            w.ty,
+            phobos_quant::GgmlType::Q4_K | phobos_quant::GgmlType::Q6_K
+        )
+    {
+        use crate::host::qmatmul::x86::{Q4K_DECODE_ROWS, q4k_decode_512, q6k_decode_512};
         let m = m_range.start;
         let a_row = acts.row_blocks(m);
+        let q4 = w.ty == phobos_quant::GgmlType::Q4_K;
         let mut n = n_range.start;
         while n < n_range.end {
             // A ragged end repeats its last row; the copies are dropped.
             let rows: [usize; Q4K_DECODE_ROWS] =
                 std::array::from_fn(|i| (n + i).min(n_range.end - 1));
+            let rows = rows.map(|row| w.row(row));
             // SAFETY: the AVX-512 levels run only where the CPU supports
             // them (the entry points check); activation levels are i8.
-            let out = unsafe { q4k_decode_512(rows.map(|row| w.row(row)), a_row) };
+            let out = unsafe {
+                if q4 {
+                    q4k_decode_512(rows, a_row)
+                } else {
+                    q6k_decode_512(rows, a_row)
+                }
+            };
             for (i, &value) in out.iter().enumerate().take(n_range.end - n) {
                 store(m, n + i, value);
             }
@@ -75,7 +89,7 @@ pub(super) fn batch_tile(
         }
         return;
     }
-    // A few rows of Q5_K/Q6_K: the AVX-512 row kernel with the batch
+    // Other few-row cases of Q5_K/Q6_K: the AVX-512 row kernel with the batch
     // epilogue (Zen 4, 640x2048 Q6_K, M = 1: the AVX2 tile ran 0.81x ggml).
     // Q4_K with two to four rows stays on AVX2.
     #[cfg(target_arch = "x86_64")]

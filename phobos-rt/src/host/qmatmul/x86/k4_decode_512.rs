@@ -1,5 +1,5 @@
-//! Q4_K times one Q8_K activation row on AVX-512 VNNI in the batch order
-//! (`portable::batch_row_dot`), four weight rows per pass.
+//! Q4_K and Q6_K times one Q8_K activation row on AVX-512 VNNI in the
+//! batch order (`portable::batch_row_dot`), four weight rows per pass.
 //!
 //! The batch order needs only each block's two integer totals, so nothing
 //! here keeps ggml's eight lanes: a 512-bit register holds two chunks as
@@ -9,11 +9,13 @@
 //! totals are reduced together and folded as one vector, lane per row, the
 //! same three roundings as the scalar fold. The AVX2 tile and the AVX-512
 //! row kernel both unpack a block's chunks one 32-byte half at a time and
-//! reduce each (row, block) alone.
+//! reduce each (row, block) alone. Q6_K keeps the row kernel's unpacking
+//! (`k_512.rs`: its chunks are whole bytes, no nibble pairs to split) and
+//! shares the four-row reduction and fold.
 
 use std::arch::x86_64::*;
 
-use phobos_quant::QK_K;
+use phobos_quant::{GgmlType, QK_K};
 
 use super::{load32, load64};
 use crate::host::qmatmul::activations::Q8_K_BYTES;
@@ -179,6 +181,83 @@ pub(in crate::host::qmatmul) fn q4k_decode_512(
             let dmin = _mm256_extractf128_ps::<1>(scales);
             let term = _mm_mul_ps(d, _mm_cvtepi32_ps(s1));
             let term = _mm_fnmadd_ps(dmin, _mm_cvtepi32_ps(s2), term);
+            acc = _mm_fmadd_ps(term, _mm_set1_ps(f32_at(a, 0)), acc);
+        }
+    }
+    let mut out = [0.0f32; Q4K_DECODE_ROWS];
+    // SAFETY: `out` holds four f32.
+    unsafe { _mm_storeu_ps(out.as_mut_ptr(), acc) };
+    out
+}
+
+/// Bytes of one Q6_K block.
+const Q6_K_BYTES: usize = 210;
+
+/// [`q4k_decode_512`] for Q6_K: `s1` is the scaled level sum less 32 times
+/// the scaled activation sums (the levels are stored plus 32), no min part.
+///
+/// # Safety
+/// As [`q4k_decode_512`].
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+#[allow(clippy::incompatible_msrv)]
+pub(in crate::host::qmatmul) fn q6k_decode_512(
+    w_rows: [&[u8]; Q4K_DECODE_ROWS],
+    a_row: &[u8],
+) -> [f32; Q4K_DECODE_ROWS] {
+    const Q6_K: u32 = GgmlType::Q6_K as u32;
+    let n_blocks = w_rows
+        .iter()
+        .map(|row| row.len() / Q6_K_BYTES)
+        .min()
+        .unwrap_or(0)
+        .min(a_row.len() / Q8_K_BYTES);
+    let mut acc = _mm_setzero_ps();
+    for b in 0..n_blocks {
+        let front = w_rows[0]
+            .as_ptr()
+            .wrapping_add(PREFETCH_AHEAD_BYTES + b * Q4K_DECODE_ROWS * Q6_K_BYTES);
+        for line in (0..Q4K_DECODE_ROWS * Q6_K_BYTES).step_by(64) {
+            // A prefetch never faults, whatever the address.
+            _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(line).cast());
+        }
+        let a = &a_row[b * Q8_K_BYTES..(b + 1) * Q8_K_BYTES];
+        let a_levels: [__m512i; 4] = [
+            load64(&a[4..]),
+            load64(&a[68..]),
+            load64(&a[132..]),
+            load64(&a[196..]),
+        ];
+        let bsums = load32(&a[4 + QK_K..]);
+        let mut totals = [_mm256_setzero_si256(); Q4K_DECODE_ROWS];
+        let mut offsets = [_mm256_setzero_si256(); Q4K_DECODE_ROWS];
+        let mut d = [0.0f32; Q4K_DECODE_ROWS];
+        for (i, row) in w_rows.iter().enumerate() {
+            let block = &row[b * Q6_K_BYTES..(b + 1) * Q6_K_BYTES];
+            // SAFETY (this and the block below): this function's features
+            // cover the helpers'; `block` is a whole block.
+            unsafe {
+                let u = super::k_512::unpack::<Q6_K>(block);
+                let mut wide = _mm512_setzero_si512();
+                for ((&levels, &scales), &a_levels) in u.levels.iter().zip(&u.scales).zip(&a_levels)
+                {
+                    let products = _mm512_maddubs_epi16(levels, a_levels);
+                    wide = _mm512_dpwssd_epi32(wide, scales, products);
+                }
+                totals[i] = _mm256_add_epi32(
+                    _mm512_castsi512_si256(wide),
+                    _mm512_extracti64x4_epi64::<1>(wide),
+                );
+                offsets[i] = _mm256_madd_epi16(bsums, u.extra);
+                d[i] = u.d;
+            }
+        }
+        // SAFETY: as above.
+        unsafe {
+            let s1 = _mm_sub_epi32(
+                super::kquants::hsum4(totals),
+                _mm_slli_epi32::<5>(super::kquants::hsum4(offsets)),
+            );
+            let term = _mm_mul_ps(_mm_loadu_ps(d.as_ptr()), _mm_cvtepi32_ps(s1));
             acc = _mm_fmadd_ps(term, _mm_set1_ps(f32_at(a, 0)), acc);
         }
     }

@@ -27,15 +27,15 @@ pub(in crate::host::qmatmul) const fn has_k_512(ty: GgmlType) -> bool {
 }
 
 /// One weight block unpacked for reuse across activation rows.
-struct Unpacked {
+pub(super) struct Unpacked {
     /// Levels (unsigned) of chunk pairs (0, 1), (2, 3), (4, 5), (6, 7).
-    levels: [__m512i; 4],
+    pub(super) levels: [__m512i; 4],
     /// Per chunk pair, the i16 scale of each 16-element group.
-    scales: [__m512i; 4],
+    pub(super) scales: [__m512i; 4],
     /// Q4_K/Q5_K: the 8 mins (i16, low 128 bits); Q6_K: the 16 scales.
-    extra: __m256i,
-    d: f32,
-    dmin: f32,
+    pub(super) extra: __m256i,
+    pub(super) d: f32,
+    pub(super) dmin: f32,
 }
 
 #[inline(always)]
@@ -69,7 +69,7 @@ unsafe fn pair_scales(scales16: __m256i, pair: i16) -> [__m512i; 4] {
 }
 
 #[inline(always)]
-unsafe fn unpack<const F: u32>(w: &[u8]) -> Unpacked {
+pub(super) unsafe fn unpack<const F: u32>(w: &[u8]) -> Unpacked {
     // SAFETY: the caller's target features cover every intrinsic here.
     unsafe {
         let low4 = _mm512_set1_epi8(0x0F);
