@@ -394,8 +394,15 @@ pub(super) fn check_close_on(
 }
 
 /// The parts of the error bound not proportional to sum |w_k x_k|: the
-/// sub-block minimum terms (whose rounding in the f32 dequantize is
-/// relative to |dmin*m|, not |w|) and Q4_1/Q5_1's f16 `s`.
+/// sub-block minimum terms and Q4_1/Q5_1's f16 `s`. With `M = |dmin| *
+/// max(m) * |dx| * sum |x|` per block: the f32 dequantize rounds the
+/// min part at most three times (4u M, as for `w`), and the kernel's
+/// roundings that scale with the min part rather than with |w|: in the
+/// batch order `f32(s1)` and `d * f32(s1)` carry |d s1 dx| <= |w x| + M
+/// (2u M beyond the |w x| share), `f32(s2)` and the fused min step u M
+/// each, the fused accumulate u M, and the block sum gamma_n on both
+/// parts (2 gamma_n M); `vec_dot`'s separate min lanes take fewer. So
+/// (9u + 2 gamma_n) M per block.
 fn min_part_bound(ty: GgmlType, w_row: &[u8], acts: &QActivations, m: usize) -> f64 {
     let u = f64::from(f32::EPSILON) / 2.0;
     if acts.ty() == GgmlType::F32 {
@@ -403,6 +410,8 @@ fn min_part_bound(ty: GgmlType, w_row: &[u8], acts: &QActivations, m: usize) -> 
     }
     let a_row = acts.row_blocks(m);
     let info = ty.info();
+    let n_blocks = (w_row.len() / info.block_bytes) as f64;
+    let gamma_n = n_blocks * u / (1.0 - n_blocks * u);
     let mut bound = 0.0;
     for (b, w) in w_row.chunks_exact(info.block_bytes).enumerate() {
         match ty {
@@ -425,8 +434,7 @@ fn min_part_bound(ty: GgmlType, w_row: &[u8], acts: &QActivations, m: usize) -> 
                     .map(|&q| f64::from((q as i8).unsigned_abs()))
                     .sum();
                 let max_min = kb.mins.iter().copied().max().unwrap_or(0);
-                bound += 4.0
-                    * u
+                bound += (9.0 * u + 2.0 * gamma_n)
                     * f64::from(kb.dmin).abs()
                     * f64::from(max_min)
                     * f64::from(f32_at(a, 0)).abs()
