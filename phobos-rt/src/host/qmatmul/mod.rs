@@ -82,7 +82,8 @@
 //! sums (`QActivations` computes them once per launch). Integer sums are
 //! exact, so the lanes, and every float operation after them, are ggml's.
 //! In the batch order the AVX2 tile sums its lanes' exact integers into
-//! `s1` and the AVX-512 tile takes 16 weight rows per vector instead.
+//! `s1` and the AVX-512 tile takes 16 weight rows per vector instead;
+//! Q4_K/Q6_K decode keeps only block totals, four weight rows at a time.
 
 mod activations;
 mod error;
