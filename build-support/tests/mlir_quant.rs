@@ -2,7 +2,7 @@
 //! PTX back end lowers, a dequant kernel and the contractions in ggml's form
 //! (quantized operand on either side) and in the exact form (spelled with
 //! `dequant`, and over the free dim) compile to PTX for sm_75, sm_80 and
-//! sm_90, and ptxas assembles each (skipped with a note when ptxas is
+//! sm_90 (ggml's form with `dp4a`), and ptxas assembles each (skipped with a note when ptxas is
 //! missing, unless `PHOBOS_REQUIRE_PTXAS=1`). Their numerics were checked
 //! on the host (`back::mlir::emit::quant` unit tests); running them is the
 //! device check's job.
@@ -120,6 +120,16 @@ fn every_lowered_format_compiles_and_assembles_for_every_chip() {
                     assert!(
                         !variant.ptx.contains("fma."),
                         "{what} {chip} fuses a multiply-add"
+                    );
+                    // ggml's form sums level products four at a time
+                    // (sm_61+); dequant and the exact forms have none, nor
+                    // IQ4_XS, whose contractions the GPU runs exact.
+                    let ggml_form =
+                        matches!(kernel.name.as_str(), "mm" | "mt" | "mv") && format != "iq4_xs";
+                    assert_eq!(
+                        variant.ptx.contains("dp4a.s32.s32"),
+                        ggml_form,
+                        "{what} {chip}: dp4a in the PTX"
                     );
                     if let Some(p) = &ptxas_path {
                         assemble(p, &variant.ptx, chip, &what);

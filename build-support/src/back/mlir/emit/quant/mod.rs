@@ -539,28 +539,87 @@ impl<'k> Emitter<'k> {
         let zero = self.const_i32(0);
         let (g, outer, outer_result) = self.open_accumulating_loop(&count, &zero);
         let len = self.const_i32(group_len);
-        let (j, inner, inner_result) = self.open_accumulating_loop(&len, &zero);
         let gl = self.t.def(Ty::I32, format!("arith.muli {g}, {len} : i32"));
-        let e = self.t.def(Ty::I32, format!("arith.addi {gl}, {j} : i32"));
-        let level = self.lower_q(
-            &format.level,
-            &Env {
-                base: base.clone(),
-                elem: Some(e.clone()),
-                group: None,
-            },
-        );
-        let at = self
+        // Every format's levels and every partner level fit an i8, so on
+        // sm_61+ four products at a time are one `dp4a` (bytes sign-
+        // extended, summed into the i32): the same wrapping integer sum.
+        let dp4a = self.target.sm >= 61 && group_len % 4 == 0;
+        let (step, steps) = if dp4a {
+            (4, group_len / 4)
+        } else {
+            (1, group_len)
+        };
+        let steps = self.const_i32(steps);
+        let (j, inner, inner_result) = self.open_accumulating_loop(&steps, &zero);
+        let step_val = self.const_i32(step);
+        let j_first = self
             .t
-            .def(Ty::I32, format!("arith.addi {first}, {e} : i32"));
-        let xq = self.buffer_load(tiles.levels, &at);
-        let xq = self.t.def(Ty::I32, format!("arith.extsi {xq} : i8 to i32"));
-        let prod = self
-            .t
-            .def(Ty::I32, format!("arith.muli {level}, {xq} : i32"));
-        let next = self
-            .t
-            .def(Ty::I32, format!("arith.addi {inner}, {prod} : i32"));
+            .def(Ty::I32, format!("arith.muli {j}, {step_val} : i32"));
+        let mut w_packed: Option<Val> = None;
+        let mut x_packed: Option<Val> = None;
+        let mut product: Option<Val> = None;
+        for lane in 0..step {
+            let lane_val = self.const_i32(lane);
+            let within = self
+                .t
+                .def(Ty::I32, format!("arith.addi {j_first}, {lane_val} : i32"));
+            let e = self
+                .t
+                .def(Ty::I32, format!("arith.addi {gl}, {within} : i32"));
+            let level = self.lower_q(
+                &format.level,
+                &Env {
+                    base: base.clone(),
+                    elem: Some(e.clone()),
+                    group: None,
+                },
+            );
+            let at = self
+                .t
+                .def(Ty::I32, format!("arith.addi {first}, {e} : i32"));
+            let xq = self.buffer_load(tiles.levels, &at);
+            if !dp4a {
+                let xq = self.t.def(Ty::I32, format!("arith.extsi {xq} : i8 to i32"));
+                product = Some(
+                    self.t
+                        .def(Ty::I32, format!("arith.muli {level}, {xq} : i32")),
+                );
+                continue;
+            }
+            let byte_mask = self.const_i32(0xFF);
+            let shift = self.const_i32(8 * lane);
+            let w_byte = self
+                .t
+                .def(Ty::I32, format!("arith.andi {level}, {byte_mask} : i32"));
+            let w_byte = self
+                .t
+                .def(Ty::I32, format!("arith.shli {w_byte}, {shift} : i32"));
+            let x_byte = self.t.def(Ty::I32, format!("arith.extui {xq} : i8 to i32"));
+            let x_byte = self
+                .t
+                .def(Ty::I32, format!("arith.shli {x_byte}, {shift} : i32"));
+            w_packed = Some(match w_packed {
+                Some(packed) => self
+                    .t
+                    .def(Ty::I32, format!("arith.ori {packed}, {w_byte} : i32")),
+                None => w_byte,
+            });
+            x_packed = Some(match x_packed {
+                Some(packed) => self
+                    .t
+                    .def(Ty::I32, format!("arith.ori {packed}, {x_byte} : i32")),
+                None => x_byte,
+            });
+        }
+        let next = match (w_packed, x_packed, product) {
+            (Some(w), Some(x), _) => {
+                self.call_intrinsic("llvm.nvvm.idp4a.s.s", &[w, x, inner.clone()], Ty::I32)
+            }
+            (_, _, Some(prod)) => self
+                .t
+                .def(Ty::I32, format!("arith.addi {inner}, {prod} : i32")),
+            _ => inner.clone(),
+        };
         let dot = self.close_accumulating_loop(&next, inner_result);
         let scaled = match scale {
             Some(scale) => {
