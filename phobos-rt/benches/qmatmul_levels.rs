@@ -32,6 +32,7 @@ fn levels(c: &mut Criterion) {
         ("output", GgmlType::Q8_0, 16384, 640),
         ("q4_0", GgmlType::Q4_0, 2048, 2048),
         ("iq4_nl", GgmlType::IQ4_NL, 2048, 640),
+        ("q5_k", GgmlType::Q5_K, 640, 2048),
     ];
     for (name, ty, rows, cols) in shapes {
         let mut w = Vec::new();

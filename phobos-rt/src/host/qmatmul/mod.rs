@@ -83,7 +83,8 @@
 //! exact, so the lanes, and every float operation after them, are ggml's.
 //! In the batch order the AVX2 tile sums its lanes' exact integers into
 //! `s1` and the AVX-512 tile takes 16 weight rows per vector instead;
-//! Q4_K/Q6_K decode keeps only block totals, four weight rows at a time.
+//! Q4_K/Q5_K/Q6_K decode keeps only block totals, four weight rows at a
+//! time.
 
 mod activations;
 mod error;

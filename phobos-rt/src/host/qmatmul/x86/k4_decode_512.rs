@@ -1,5 +1,5 @@
-//! Q4_K and Q6_K times one Q8_K activation row on AVX-512 VNNI in the
-//! batch order (`portable::batch_row_dot`), four weight rows per pass.
+//! Q4_K, Q5_K and Q6_K times one Q8_K activation row on AVX-512 VNNI in
+//! the batch order (`portable::batch_row_dot`), four weight rows per pass.
 //!
 //! The batch order needs only each block's two integer totals, so nothing
 //! here keeps ggml's eight lanes: a 512-bit register holds two chunks as
@@ -22,9 +22,17 @@ use crate::host::qmatmul::activations::Q8_K_BYTES;
 use crate::host::qmatmul::kernels::PREFETCH_AHEAD_BYTES;
 use crate::host::qmatmul::portable::{f32_at, u32_at};
 
-/// Bytes of one Q4_K block: d, dmin (f16), 12 bytes of 6-bit scales and
-/// mins, 128 bytes of nibbles.
-const BLOCK_BYTES: usize = 144;
+const Q4_K: u32 = GgmlType::Q4_K as u32;
+const Q5_K: u32 = GgmlType::Q5_K as u32;
+
+/// Bytes of one block of `F`: d, dmin (f16), 12 bytes of 6-bit scales and
+/// mins, Q5_K's 32 bytes of fifth bits, 128 bytes of nibbles.
+const fn block_bytes(f: u32) -> usize {
+    if f == Q5_K { 176 } else { 144 }
+}
+
+/// Chunks `(low 256 bits, high 256 bits)` of level register `k`.
+const CHUNKS: [(u8, u8); 4] = [(0, 2), (1, 3), (4, 6), (5, 7)];
 
 /// Rows per pass.
 pub(in crate::host::qmatmul) const Q4K_DECODE_ROWS: usize = 4;
@@ -84,8 +92,9 @@ fn f16_bits(block: &[u8], offset: usize) -> i16 {
     i16::from_le_bytes([block[offset], block[offset + 1]])
 }
 
-/// Weight rows `w_rows` (Q4_K) times one Q8_K activation row; returns one
-/// result per row, each bit-equal to `portable::batch_row_dot`.
+/// Weight rows `w_rows` of `F` (Q4_K or Q5_K) times one Q8_K activation
+/// row; returns one result per row, each bit-equal to
+/// `portable::batch_row_dot`.
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA, F16C and AVX-512 F, BW, VL and VNNI.
@@ -94,13 +103,16 @@ fn f16_bits(block: &[u8], offset: usize) -> i16 {
 // `_mm512_dpwssd_epi32` is stable since Rust 1.89; the workspace declares
 // 1.88 (the lead bumps rust-version at merge).
 #[allow(clippy::incompatible_msrv)]
-pub(in crate::host::qmatmul) fn q4k_decode_512(
+pub(in crate::host::qmatmul) fn q4k_decode_512<const F: u32>(
     w_rows: [&[u8]; Q4K_DECODE_ROWS],
     a_row: &[u8],
 ) -> [f32; Q4K_DECODE_ROWS] {
+    const { assert!(F == Q4_K || F == Q5_K) };
+    let w_bytes = block_bytes(F);
+    let qs_start = w_bytes - 128;
     let n_blocks = w_rows
         .iter()
-        .map(|row| row.len() / BLOCK_BYTES)
+        .map(|row| row.len() / w_bytes)
         .min()
         .unwrap_or(0)
         .min(a_row.len() / Q8_K_BYTES);
@@ -108,14 +120,19 @@ pub(in crate::host::qmatmul) fn q4k_decode_512(
     // SAFETY: each index table is 64 readable bytes.
     let scale_index: [__m512i; 4] =
         std::array::from_fn(|k| unsafe { _mm512_loadu_si512(SCALE_INDEX[k].as_ptr().cast()) });
+    // Q5_K: per level register, the qh bit of each byte's chunk.
+    let fifth_bits: [__m512i; 4] = std::array::from_fn(|k| {
+        let (low, high) = CHUNKS[k];
+        _mm512_inserti64x4::<1>(_mm512_set1_epi8(1 << low), _mm256_set1_epi8(1 << high))
+    });
     let mut acc = _mm_setzero_ps();
     for b in 0..n_blocks {
         // Decode reads each matrix from memory once; the rows of a pass lie
         // back to back, as in a tensor.
         let front = w_rows[0]
             .as_ptr()
-            .wrapping_add(PREFETCH_AHEAD_BYTES + b * Q4K_DECODE_ROWS * BLOCK_BYTES);
-        for line in (0..Q4K_DECODE_ROWS * BLOCK_BYTES).step_by(64) {
+            .wrapping_add(PREFETCH_AHEAD_BYTES + b * Q4K_DECODE_ROWS * w_bytes);
+        for line in (0..Q4K_DECODE_ROWS * w_bytes).step_by(64) {
             // A prefetch never faults, whatever the address.
             _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(line).cast());
         }
@@ -141,18 +158,27 @@ pub(in crate::host::qmatmul) fn q4k_decode_512(
         let mut min_parts = [_mm_setzero_si128(); Q4K_DECODE_ROWS];
         let mut halves = [0i16; 2 * Q4K_DECODE_ROWS];
         for (i, row) in w_rows.iter().enumerate() {
-            let block = &row[b * BLOCK_BYTES..(b + 1) * BLOCK_BYTES];
+            let block = &row[b * w_bytes..(b + 1) * w_bytes];
             halves[i] = f16_bits(block, 0);
             halves[Q4K_DECODE_ROWS + i] = f16_bits(block, 2);
             // SAFETY: as above.
             unsafe {
-                let (q0, q1) = (load64(&block[16..]), load64(&block[80..]));
-                let levels = [
+                let (q0, q1) = (load64(&block[qs_start..]), load64(&block[qs_start + 64..]));
+                let mut levels = [
                     _mm512_and_si512(q0, low4),
                     _mm512_and_si512(_mm512_srli_epi16::<4>(q0), low4),
                     _mm512_and_si512(q1, low4),
                     _mm512_and_si512(_mm512_srli_epi16::<4>(q1), low4),
                 ];
+                if F == Q5_K {
+                    // Bit `c` of qh byte `l`: the fifth bit of element `l`
+                    // of chunk `c`; both halves read the same 32 bytes.
+                    let qh = _mm512_broadcast_i64x4(load32(&block[16..]));
+                    for (level, &bits) in levels.iter_mut().zip(&fifth_bits) {
+                        let set = _mm512_test_epi8_mask(qh, bits);
+                        *level = _mm512_mask_add_epi8(*level, set, *level, _mm512_set1_epi8(16));
+                    }
+                }
                 let packed = scales_and_mins(block);
                 let spread = _mm512_broadcast_i32x4(packed);
                 let mut wide = _mm512_setzero_si512();
