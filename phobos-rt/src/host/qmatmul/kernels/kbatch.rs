@@ -53,7 +53,7 @@ pub(super) fn batch_tile(
         return;
     }
     // Q4_K, Q5_K and Q6_K decode: four weight rows per pass with only the block
-    // totals (`x86/k4_decode_512.rs`; Zen 4, 640x2048, M = 1: BENCHMARKS.md,
+    // totals (`x86/k_decode_512.rs`; Zen 4, 640x2048, M = 1: BENCHMARKS.md,
     // session 22).
     #[cfg(target_arch = "x86_64")]
     if level.has_512()
@@ -65,29 +65,29 @@ pub(super) fn batch_tile(
                 | phobos_quant::GgmlType::Q6_K
         )
     {
-        use crate::host::qmatmul::x86::{Q4K_DECODE_ROWS, q4k_decode_512, q6k_decode_512};
+        use crate::host::qmatmul::x86::{DECODE_ROWS_PER_PASS, k_min_decode_512, q6k_decode_512};
         use phobos_quant::GgmlType::{Q4_K, Q5_K};
         let m = m_range.start;
         let a_row = acts.row_blocks(m);
         let mut n = n_range.start;
         while n < n_range.end {
             // A ragged end repeats its last row; the copies are dropped.
-            let rows: [usize; Q4K_DECODE_ROWS] =
+            let rows: [usize; DECODE_ROWS_PER_PASS] =
                 std::array::from_fn(|i| (n + i).min(n_range.end - 1));
             let rows = rows.map(|row| w.row(row));
             // SAFETY: the AVX-512 levels run only where the CPU supports
             // them (the entry points check); activation levels are i8.
             let out = unsafe {
                 match w.ty {
-                    Q4_K => q4k_decode_512::<{ Q4_K as u32 }>(rows, a_row),
-                    Q5_K => q4k_decode_512::<{ Q5_K as u32 }>(rows, a_row),
+                    Q4_K => k_min_decode_512::<{ Q4_K as u32 }>(rows, a_row),
+                    Q5_K => k_min_decode_512::<{ Q5_K as u32 }>(rows, a_row),
                     _ => q6k_decode_512(rows, a_row),
                 }
             };
             for (i, &value) in out.iter().enumerate().take(n_range.end - n) {
                 store(m, n + i, value);
             }
-            n += Q4K_DECODE_ROWS;
+            n += DECODE_ROWS_PER_PASS;
         }
         return;
     }

@@ -5,10 +5,10 @@
 
 mod amx;
 mod floats;
-mod k4_decode_512;
 mod k_512;
 mod k_512_tile;
 mod k_batch_512;
+mod k_decode_512;
 mod kquants;
 mod legacy;
 mod q32_512;
@@ -20,7 +20,7 @@ pub(super) use floats::row_dot_float_avx2;
 pub(super) use k_512::{has_k_512, k_rows_512};
 pub(super) use k_512_tile::{K_TILE_ROWS, KPackedActs, k_tile_512};
 pub(super) use k_batch_512::{has_k_batch_512, k_batch_512};
-pub(super) use k4_decode_512::{Q4K_DECODE_ROWS, q4k_decode_512, q6k_decode_512};
+pub(super) use k_decode_512::{DECODE_ROWS_PER_PASS, k_min_decode_512, q6k_decode_512};
 pub(super) use kquants::{has_k_avx2, k_rows_avx2};
 pub(super) use legacy::iq4nl_single_avx2;
 pub(super) use legacy::{q32_rows_avx2, q32_rows_vnni};

@@ -35,7 +35,7 @@ const fn block_bytes(f: u32) -> usize {
 const CHUNKS: [(u8, u8); 4] = [(0, 2), (1, 3), (4, 6), (5, 7)];
 
 /// Rows per pass.
-pub(in crate::host::qmatmul) const Q4K_DECODE_ROWS: usize = 4;
+pub(in crate::host::qmatmul) const DECODE_ROWS_PER_PASS: usize = 4;
 
 /// `vpshufb` indices that spread chunk scales over the 16 words of each
 /// chunk: for register `k`, byte `first[k]` (as a word: the byte, then
@@ -103,10 +103,10 @@ fn f16_bits(block: &[u8], offset: usize) -> i16 {
 // `_mm512_dpwssd_epi32` is stable since Rust 1.89; the workspace declares
 // 1.88 (the lead bumps rust-version at merge).
 #[allow(clippy::incompatible_msrv)]
-pub(in crate::host::qmatmul) fn q4k_decode_512<const F: u32>(
-    w_rows: [&[u8]; Q4K_DECODE_ROWS],
+pub(in crate::host::qmatmul) fn k_min_decode_512<const F: u32>(
+    w_rows: [&[u8]; DECODE_ROWS_PER_PASS],
     a_row: &[u8],
-) -> [f32; Q4K_DECODE_ROWS] {
+) -> [f32; DECODE_ROWS_PER_PASS] {
     const { assert!(F == Q4_K || F == Q5_K) };
     let w_bytes = block_bytes(F);
     let qs_start = w_bytes - 128;
@@ -131,8 +131,8 @@ pub(in crate::host::qmatmul) fn q4k_decode_512<const F: u32>(
         // back to back, as in a tensor.
         let front = w_rows[0]
             .as_ptr()
-            .wrapping_add(PREFETCH_AHEAD_BYTES + b * Q4K_DECODE_ROWS * w_bytes);
-        for line in (0..Q4K_DECODE_ROWS * w_bytes).step_by(64) {
+            .wrapping_add(PREFETCH_AHEAD_BYTES + b * DECODE_ROWS_PER_PASS * w_bytes);
+        for line in (0..DECODE_ROWS_PER_PASS * w_bytes).step_by(64) {
             // A prefetch never faults, whatever the address.
             _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(line).cast());
         }
@@ -154,13 +154,13 @@ pub(in crate::host::qmatmul) fn q4k_decode_512<const F: u32>(
             );
             (a_levels, chunk_sums)
         };
-        let mut totals = [_mm256_setzero_si256(); Q4K_DECODE_ROWS];
-        let mut min_parts = [_mm_setzero_si128(); Q4K_DECODE_ROWS];
-        let mut halves = [0i16; 2 * Q4K_DECODE_ROWS];
+        let mut totals = [_mm256_setzero_si256(); DECODE_ROWS_PER_PASS];
+        let mut min_parts = [_mm_setzero_si128(); DECODE_ROWS_PER_PASS];
+        let mut halves = [0i16; 2 * DECODE_ROWS_PER_PASS];
         for (i, row) in w_rows.iter().enumerate() {
             let block = &row[b * w_bytes..(b + 1) * w_bytes];
             halves[i] = f16_bits(block, 0);
-            halves[Q4K_DECODE_ROWS + i] = f16_bits(block, 2);
+            halves[DECODE_ROWS_PER_PASS + i] = f16_bits(block, 2);
             // SAFETY: as above.
             unsafe {
                 let (q0, q1) = (load64(&block[qs_start..]), load64(&block[qs_start + 64..]));
@@ -210,7 +210,7 @@ pub(in crate::host::qmatmul) fn q4k_decode_512<const F: u32>(
             acc = _mm_fmadd_ps(term, _mm_set1_ps(f32_at(a, 0)), acc);
         }
     }
-    let mut out = [0.0f32; Q4K_DECODE_ROWS];
+    let mut out = [0.0f32; DECODE_ROWS_PER_PASS];
     // SAFETY: `out` holds four f32.
     unsafe { _mm_storeu_ps(out.as_mut_ptr(), acc) };
     out
@@ -219,17 +219,17 @@ pub(in crate::host::qmatmul) fn q4k_decode_512<const F: u32>(
 /// Bytes of one Q6_K block.
 const Q6_K_BYTES: usize = 210;
 
-/// [`q4k_decode_512`] for Q6_K: `s1` is the scaled level sum less 32 times
+/// [`k_min_decode_512`] for Q6_K: `s1` is the scaled level sum less 32 times
 /// the scaled activation sums (the levels are stored plus 32), no min part.
 ///
 /// # Safety
-/// As [`q4k_decode_512`].
+/// As [`k_min_decode_512`].
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 #[allow(clippy::incompatible_msrv)]
 pub(in crate::host::qmatmul) fn q6k_decode_512(
-    w_rows: [&[u8]; Q4K_DECODE_ROWS],
+    w_rows: [&[u8]; DECODE_ROWS_PER_PASS],
     a_row: &[u8],
-) -> [f32; Q4K_DECODE_ROWS] {
+) -> [f32; DECODE_ROWS_PER_PASS] {
     const Q6_K: u32 = GgmlType::Q6_K as u32;
     let n_blocks = w_rows
         .iter()
@@ -241,8 +241,8 @@ pub(in crate::host::qmatmul) fn q6k_decode_512(
     for b in 0..n_blocks {
         let front = w_rows[0]
             .as_ptr()
-            .wrapping_add(PREFETCH_AHEAD_BYTES + b * Q4K_DECODE_ROWS * Q6_K_BYTES);
-        for line in (0..Q4K_DECODE_ROWS * Q6_K_BYTES).step_by(64) {
+            .wrapping_add(PREFETCH_AHEAD_BYTES + b * DECODE_ROWS_PER_PASS * Q6_K_BYTES);
+        for line in (0..DECODE_ROWS_PER_PASS * Q6_K_BYTES).step_by(64) {
             // A prefetch never faults, whatever the address.
             _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(line).cast());
         }
@@ -254,9 +254,9 @@ pub(in crate::host::qmatmul) fn q6k_decode_512(
             load64(&a[196..]),
         ];
         let bsums = load32(&a[4 + QK_K..]);
-        let mut totals = [_mm256_setzero_si256(); Q4K_DECODE_ROWS];
-        let mut offsets = [_mm256_setzero_si256(); Q4K_DECODE_ROWS];
-        let mut d = [0.0f32; Q4K_DECODE_ROWS];
+        let mut totals = [_mm256_setzero_si256(); DECODE_ROWS_PER_PASS];
+        let mut offsets = [_mm256_setzero_si256(); DECODE_ROWS_PER_PASS];
+        let mut d = [0.0f32; DECODE_ROWS_PER_PASS];
         for (i, row) in w_rows.iter().enumerate() {
             let block = &row[b * Q6_K_BYTES..(b + 1) * Q6_K_BYTES];
             // SAFETY (this and the block below): this function's features
@@ -287,7 +287,7 @@ pub(in crate::host::qmatmul) fn q6k_decode_512(
             acc = _mm_fmadd_ps(term, _mm_set1_ps(f32_at(a, 0)), acc);
         }
     }
-    let mut out = [0.0f32; Q4K_DECODE_ROWS];
+    let mut out = [0.0f32; DECODE_ROWS_PER_PASS];
     // SAFETY: `out` holds four f32.
     unsafe { _mm_storeu_ps(out.as_mut_ptr(), acc) };
     out
