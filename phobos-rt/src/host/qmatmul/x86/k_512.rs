@@ -38,6 +38,27 @@ pub(super) struct Unpacked {
     pub(super) dmin: f32,
 }
 
+/// The 6-bit scales and mins of a Q4_K/Q5_K block's eight sub-blocks, as
+/// bytes: scales 0..8 then mins 8..16 (`w` holds the block from its start).
+#[inline(always)]
+pub(super) fn scales_and_mins(w: &[u8]) -> __m128i {
+    let (s0, s1, s2) = (u32_at(w, 4), u32_at(w, 8), u32_at(w, 12));
+    let (m6, m4, m2) = (0x3F3F_3F3Fu32, 0x0F0F_0F0Fu32, 0x0303_0303u32);
+    let scales_low = s0 & m6;
+    let scales_high = (s2 & m4) | (((s0 >> 6) & m2) << 4);
+    let mins_low = s1 & m6;
+    let mins_high = ((s2 >> 4) & m4) | (((s1 >> 6) & m2) << 4);
+    // SAFETY: SSE2 (every x86-64).
+    unsafe {
+        _mm_set_epi32(
+            mins_high as i32,
+            mins_low as i32,
+            scales_high as i32,
+            scales_low as i32,
+        )
+    }
+}
+
 #[inline(always)]
 unsafe fn broadcast32(bytes: &[u8]) -> __m512i {
     // SAFETY: AVX-512 F is enabled by the caller.
@@ -99,21 +120,7 @@ pub(super) unsafe fn unpack<const F: u32>(w: &[u8]) -> Unpacked {
                         *level = _mm512_mask_add_epi8(*level, fifth, *level, _mm512_set1_epi8(16));
                     }
                 }
-                // The 6-bit scales and mins of the eight sub-blocks, as
-                // bytes: scales 0..8 then mins 0..8.
-                let s = &w[4..16];
-                let (s0, s1, s2) = (u32_at(s, 0), u32_at(s, 4), u32_at(s, 8));
-                let (m6, m4, m2) = (0x3F3F_3F3Fu32, 0x0F0F_0F0Fu32, 0x0303_0303u32);
-                let scales_low = s0 & m6;
-                let scales_high = (s2 & m4) | (((s0 >> 6) & m2) << 4);
-                let mins_low = s1 & m6;
-                let mins_high = ((s2 >> 4) & m4) | (((s1 >> 6) & m2) << 4);
-                let packed = _mm_set_epi32(
-                    mins_high as i32,
-                    mins_low as i32,
-                    scales_high as i32,
-                    scales_low as i32,
-                );
+                let packed = scales_and_mins(w);
                 let words = _mm256_cvtepu8_epi16(packed);
                 // Each sub-block scale covers two 16-element groups.
                 let doubled = _mm256_permutexvar_epi16(

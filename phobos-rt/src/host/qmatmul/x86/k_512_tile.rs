@@ -31,7 +31,7 @@ use phobos_quant::{GgmlType, QK_K};
 use super::kquants::block_bytes;
 use super::{f16_at, load64};
 use crate::host::qmatmul::activations::Q8_K_BYTES;
-use crate::host::qmatmul::portable::{f32_at, u32_at};
+use crate::host::qmatmul::portable::f32_at;
 
 const Q4_K: u32 = GgmlType::Q4_K as u32;
 const Q5_K: u32 = GgmlType::Q5_K as u32;
@@ -229,21 +229,14 @@ unsafe fn unpack<const F: u32>(w: &[u8]) -> Unpacked {
                 }
             }
             // The 6-bit scales and mins of the eight sub-blocks, as bytes.
-            let s = &w[4..16];
-            let (s0, s1, s2) = (u32_at(s, 0), u32_at(s, 4), u32_at(s, 8));
-            let (m6, m4, m2) = (0x3F3F_3F3Fu32, 0x0F0F_0F0Fu32, 0x0303_0303u32);
-            let scales_low = s0 & m6;
-            let scales_high = (s2 & m4) | (((s0 >> 6) & m2) << 4);
-            let mins_low = s1 & m6;
-            let mins_high = ((s2 >> 4) & m4) | (((s1 >> 6) & m2) << 4);
-            let words =
-                _mm256_cvtepu8_epi16(_mm_set_epi32(0, 0, scales_high as i32, scales_low as i32));
+            let packed = super::k_512::scales_and_mins(w);
+            let words = _mm256_cvtepu8_epi16(_mm_move_epi64(packed));
             // Each sub-block scale covers two 16-element groups.
             scales16 = _mm256_permutexvar_epi16(
                 _mm256_set_epi16(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0),
                 words,
             );
-            extra = _mm512_castsi128_si512(_mm_set_epi32(0, 0, mins_high as i32, mins_low as i32));
+            extra = _mm512_castsi128_si512(_mm_srli_si128::<8>(packed));
             (d, dmin) = (f16_at(w, 0), f16_at(w, 2));
         } else {
             // Q6_K: chunk 4h + 2n + x (n, x in 0..2) is nibble n of

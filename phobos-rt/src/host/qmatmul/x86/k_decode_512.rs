@@ -20,7 +20,7 @@ use phobos_quant::{GgmlType, QK_K};
 use super::{load32, load64};
 use crate::host::qmatmul::activations::Q8_K_BYTES;
 use crate::host::qmatmul::kernels::PREFETCH_AHEAD_BYTES;
-use crate::host::qmatmul::portable::{f32_at, u32_at};
+use crate::host::qmatmul::portable::f32_at;
 
 const Q4_K: u32 = GgmlType::Q4_K as u32;
 const Q5_K: u32 = GgmlType::Q5_K as u32;
@@ -66,23 +66,29 @@ unsafe fn join(low: __m256i, high: __m256i) -> __m512i {
     unsafe { _mm512_inserti64x4::<1>(_mm512_castsi256_si512(low), high) }
 }
 
-/// The 8 six-bit scales (bytes 0..8) and 8 mins (bytes 8..16) of a block.
-#[inline(always)]
-unsafe fn scales_and_mins(block: &[u8]) -> __m128i {
-    let (s0, s1, s2) = (u32_at(block, 4), u32_at(block, 8), u32_at(block, 12));
-    let (m6, m4, m2) = (0x3F3F_3F3Fu32, 0x0F0F_0F0Fu32, 0x0303_0303u32);
-    let scales_low = s0 & m6;
-    let scales_high = (s2 & m4) | (((s0 >> 6) & m2) << 4);
-    let mins_low = s1 & m6;
-    let mins_high = ((s2 >> 4) & m4) | (((s1 >> 6) & m2) << 4);
-    // SAFETY: SSE2 (every x86-64).
-    unsafe {
-        _mm_set_epi32(
-            mins_high as i32,
-            mins_low as i32,
-            scales_high as i32,
-            scales_low as i32,
-        )
+/// Whole blocks of `w_bytes` every weight row of a pass and the Q8_K
+/// activation row hold.
+fn block_count(w_rows: &[&[u8]], w_bytes: usize, a_row: &[u8]) -> usize {
+    w_rows
+        .iter()
+        .map(|row| row.len() / w_bytes)
+        .min()
+        .unwrap_or(0)
+        .min(a_row.len() / Q8_K_BYTES)
+}
+
+/// Prefetches a pass's weights [`PREFETCH_AHEAD_BYTES`] past block `b`:
+/// decode reads each matrix from memory once, and the rows of a pass lie
+/// back to back, as in a tensor.
+#[inline]
+#[target_feature(enable = "sse")]
+fn prefetch_ahead(first_row: &[u8], b: usize, w_bytes: usize) {
+    let front = first_row
+        .as_ptr()
+        .wrapping_add(PREFETCH_AHEAD_BYTES + b * DECODE_ROWS_PER_PASS * w_bytes);
+    for line in (0..DECODE_ROWS_PER_PASS * w_bytes).step_by(64) {
+        // A prefetch never faults, whatever the address.
+        _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(line).cast());
     }
 }
 
@@ -110,12 +116,7 @@ pub(in crate::host::qmatmul) fn k_min_decode_512<const F: u32>(
     const { assert!(F == Q4_K || F == Q5_K) };
     let w_bytes = block_bytes(F);
     let qs_start = w_bytes - 128;
-    let n_blocks = w_rows
-        .iter()
-        .map(|row| row.len() / w_bytes)
-        .min()
-        .unwrap_or(0)
-        .min(a_row.len() / Q8_K_BYTES);
+    let n_blocks = block_count(&w_rows, w_bytes, a_row);
     let low4 = _mm512_set1_epi8(0x0F);
     // SAFETY: each index table is 64 readable bytes.
     let scale_index: [__m512i; 4] =
@@ -127,15 +128,7 @@ pub(in crate::host::qmatmul) fn k_min_decode_512<const F: u32>(
     });
     let mut acc = _mm_setzero_ps();
     for b in 0..n_blocks {
-        // Decode reads each matrix from memory once; the rows of a pass lie
-        // back to back, as in a tensor.
-        let front = w_rows[0]
-            .as_ptr()
-            .wrapping_add(PREFETCH_AHEAD_BYTES + b * DECODE_ROWS_PER_PASS * w_bytes);
-        for line in (0..DECODE_ROWS_PER_PASS * w_bytes).step_by(64) {
-            // A prefetch never faults, whatever the address.
-            _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(line).cast());
-        }
+        prefetch_ahead(w_rows[0], b, w_bytes);
         let a = &a_row[b * Q8_K_BYTES..(b + 1) * Q8_K_BYTES];
         let chunk = |c: usize| load32(&a[4 + 32 * c..]);
         // SAFETY (this and the blocks below): this function's features
@@ -161,8 +154,7 @@ pub(in crate::host::qmatmul) fn k_min_decode_512<const F: u32>(
             let block = &row[b * w_bytes..(b + 1) * w_bytes];
             halves[i] = f16_bits(block, 0);
             halves[DECODE_ROWS_PER_PASS + i] = f16_bits(block, 2);
-            // SAFETY: as above.
-            unsafe {
+            {
                 let (q0, q1) = (load64(&block[qs_start..]), load64(&block[qs_start + 64..]));
                 let mut levels = [
                     _mm512_and_si512(q0, low4),
@@ -179,7 +171,7 @@ pub(in crate::host::qmatmul) fn k_min_decode_512<const F: u32>(
                         *level = _mm512_mask_add_epi8(*level, set, *level, _mm512_set1_epi8(16));
                     }
                 }
-                let packed = scales_and_mins(block);
+                let packed = super::k_512::scales_and_mins(block);
                 let spread = _mm512_broadcast_i32x4(packed);
                 let mut wide = _mm512_setzero_si512();
                 for k in 0..4 {
@@ -231,21 +223,10 @@ pub(in crate::host::qmatmul) fn q6k_decode_512(
     a_row: &[u8],
 ) -> [f32; DECODE_ROWS_PER_PASS] {
     const Q6_K: u32 = GgmlType::Q6_K as u32;
-    let n_blocks = w_rows
-        .iter()
-        .map(|row| row.len() / Q6_K_BYTES)
-        .min()
-        .unwrap_or(0)
-        .min(a_row.len() / Q8_K_BYTES);
+    let n_blocks = block_count(&w_rows, Q6_K_BYTES, a_row);
     let mut acc = _mm_setzero_ps();
     for b in 0..n_blocks {
-        let front = w_rows[0]
-            .as_ptr()
-            .wrapping_add(PREFETCH_AHEAD_BYTES + b * DECODE_ROWS_PER_PASS * Q6_K_BYTES);
-        for line in (0..DECODE_ROWS_PER_PASS * Q6_K_BYTES).step_by(64) {
-            // A prefetch never faults, whatever the address.
-            _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(line).cast());
-        }
+        prefetch_ahead(w_rows[0], b, Q6_K_BYTES);
         let a = &a_row[b * Q8_K_BYTES..(b + 1) * Q8_K_BYTES];
         let a_levels: [__m512i; 4] = [
             load64(&a[4..]),
