@@ -93,7 +93,7 @@ pub(super) fn batch_tile(
     }
     // Other few-row cases of Q5_K/Q6_K: the AVX-512 row kernel with the batch
     // epilogue (Zen 4, 640x2048 Q6_K, M = 1: the AVX2 tile ran 0.81x ggml).
-    // Q4_K with two to four rows stays on AVX2.
+    // Q4_K with two to seven rows stays on AVX2.
     #[cfg(target_arch = "x86_64")]
     if level.has_512()
         && matches!(

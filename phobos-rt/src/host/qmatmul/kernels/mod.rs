@@ -212,16 +212,15 @@ pub(super) fn run_tile(
         amx_tile(w, acts, n_range, m_range, store);
         return;
     }
-    // Two decode cases run the AVX2 kernels at the AVX-512 level too (same
-    // bits): a 32-element-format matrix streamed from memory, one
-    // prefetched row at a time (Zen 4, 262144x640 Q8_0, M = 1, two
-    // threads: 7.4 ms against 11.9 for the AVX-512 kernel's row pairs),
-    // and Q4_K, two weight rows per pass (640x2048: 26.7 us against 29.5).
-    // BENCHMARKS.md, session 17.
+    // A 32-element-format matrix streamed from memory decodes on the AVX2
+    // kernel at the AVX-512 level too (same bits), one row at a time
+    // (Zen 4, 262144x640 Q8_0, M = 1, two threads: 7.4 ms against 11.9 for
+    // the AVX-512 kernel's row pairs; BENCHMARKS.md, sessions 17 and 22).
+    // The K-quants never get here: they take the batch order above.
     #[cfg(target_arch = "x86_64")]
     let avx2_decode = m_range.len() == 1
-        && ((super::x86::has_q32_512(w.ty) && w.data.len() >= SINGLE_STREAM_MIN_BYTES)
-            || w.ty == GgmlType::Q4_K);
+        && super::x86::has_q32_512(w.ty)
+        && w.data.len() >= SINGLE_STREAM_MIN_BYTES;
     #[cfg(target_arch = "x86_64")]
     if level.has_512() && !avx2_decode {
         if super::x86::has_q32_512(w.ty) {
