@@ -2,7 +2,8 @@
 //! PTX back end lowers, a dequant kernel and the contractions in ggml's form
 //! (quantized operand on either side) and in the exact form (spelled with
 //! `dequant`, and over the free dim) compile to PTX for sm_75, sm_80 and
-//! sm_90 (ggml's form with `dp4a`), and ptxas assembles each (skipped with a note when ptxas is
+//! sm_90 (ggml's form with `dp4a`, or int8 `mma.sync` for prompt-sized
+//! tiles on sm_80+), and ptxas assembles each (skipped with a note when ptxas is
 //! missing, unless `PHOBOS_REQUIRE_PTXAS=1`). Their numerics were checked
 //! on the host (`back::mlir::emit::quant` unit tests); running them is the
 //! device check's job.
@@ -84,6 +85,28 @@ kernel ex(X: tensor<f32>[M, K], W: tensor<{format}>[N, K], Y: tensor<f32>[M, N])
   Y[m0 :+ 2, n0 :+ 4] = acc
 }}
 
+@grid(cdiv(N, 16), cdiv(M, 32))
+kernel pm(X: tensor<f32>[M, K], W: tensor<{format}>[N, K], Y: tensor<f32>[M, N]) {{
+  let m0 = program_id(1) * 32
+  let n0 = program_id(0) * 16
+  var acc: tile<f32>[32, 16] = 0.0
+  for k in range(0, K, {block}) {{
+    acc += dot_t(X[m0 :+ 32, k :+ {block}], W[n0 :+ 16, k :+ {block}])
+  }}
+  Y[m0 :+ 32, n0 :+ 16] = acc
+}}
+
+@grid(cdiv(N, 8), cdiv(M, 16))
+kernel pw(W: tensor<{format}>[N, K], X: tensor<f16>[M, K], Y: tensor<f32>[N, M]) {{
+  let m0 = program_id(1) * 16
+  let n0 = program_id(0) * 8
+  var acc: tile<f32>[8, 16] = 0.0
+  for k in range(0, K, {block}) {{
+    acc += dot_t(W[n0 :+ 8, k :+ {block}], X[m0 :+ 16, k :+ {block}])
+  }}
+  Y[n0 :+ 8, m0 :+ 16] = acc
+}}
+
 @grid(cdiv(N, {block}))
 kernel fr(X: tensor<f32>[M, K], W: tensor<{format}>[K, N], Y: tensor<f32>[M, N]) {{
   let n0 = program_id(0) * {block}
@@ -122,14 +145,36 @@ fn every_lowered_format_compiles_and_assembles_for_every_chip() {
                         "{what} {chip} fuses a multiply-add"
                     );
                     // ggml's form sums level products four at a time
-                    // (sm_61+); dequant and the exact forms have none, nor
-                    // IQ4_XS, whose contractions the GPU runs exact.
+                    // (sm_61+), or, for tiles of 16 partner rows and 8
+                    // weight rows on sm_80+, a scale group at a time on the
+                    // int8 tensor cores (k16 for the 16-element groups of
+                    // Q2_K, Q3_K and Q6_K); dequant and the exact forms have
+                    // neither, nor IQ4_XS, whose contractions the GPU runs
+                    // exact.
                     let ggml_form =
-                        matches!(kernel.name.as_str(), "mm" | "mt" | "mv") && format != "iq4_xs";
+                        matches!(kernel.name.as_str(), "mm" | "mt" | "mv" | "pm" | "pw")
+                            && format != "iq4_xs";
+                    let tensor_cores =
+                        ggml_form && matches!(kernel.name.as_str(), "pm" | "pw") && chip != "sm_75";
                     assert_eq!(
                         variant.ptx.contains("dp4a.s32.s32"),
-                        ggml_form,
+                        ggml_form && !tensor_cores,
                         "{what} {chip}: dp4a in the PTX"
+                    );
+                    let k = if matches!(format, "q2_k" | "q3_k" | "q6_k") {
+                        16
+                    } else {
+                        32
+                    };
+                    let mma = format!("mma.sync.aligned.m16n8k{k}.row.col.s32.s8.s8.s32");
+                    assert_eq!(
+                        variant.ptx.contains(&mma),
+                        tensor_cores,
+                        "{what} {chip}: {mma} in the PTX"
+                    );
+                    assert!(
+                        tensor_cores || !variant.ptx.contains("mma.sync"),
+                        "{what} {chip}: mma.sync where none belongs"
                     );
                     if let Some(p) = &ptxas_path {
                         assemble(p, &variant.ptx, chip, &what);

@@ -25,6 +25,7 @@
 
 mod access;
 pub(crate) mod format;
+mod int_mma;
 #[cfg(test)]
 pub(crate) mod interp;
 mod lower;
@@ -64,6 +65,12 @@ pub(crate) struct PartnerTiles {
     pub bsums: Option<usize>,
     /// The contracted extent.
     pub k: i64,
+    /// The float operand's rows (the partner tiles' `C`).
+    pub rows: i64,
+    /// When the int8 tensor cores computed the whole contraction: the
+    /// shared f32 tile holding it, laid out as the `dot`'s result, and that
+    /// result's extents.
+    pub result: Option<(usize, [i64; 2])>,
 }
 
 /// The format lowering of `quant`, or the error naming it.
@@ -318,10 +325,29 @@ impl<'k> Emitter<'k> {
             self.materialize(x)?;
         }
         match (&format.ggml, along_k) {
-            (Some((partner, _)), true) => {
+            (Some((partner, term)), true) => {
                 // x's rows along K: dot(q, x) contracts x's dim 0.
                 let x_rows_along_k = !(q_lhs && func == Builtin::Dot);
-                let tiles = self.quantize_partner(*partner, x, x_rows_along_k)?;
+                let mut tiles = self.quantize_partner(*partner, x, x_rows_along_k)?;
+                let weight_rows = self.extents(q)?.first().copied().unwrap_or(0);
+                if let Some(shape) = self.int_mma_fits(&format, term, tiles.rows, weight_rows) {
+                    let buf = self.int_mma_dot(
+                        shape,
+                        &view,
+                        &format,
+                        term,
+                        &tiles,
+                        tiles.rows,
+                        weight_rows,
+                        q_lhs,
+                    )?;
+                    let extents = if q_lhs {
+                        [weight_rows, tiles.rows]
+                    } else {
+                        [tiles.rows, weight_rows]
+                    };
+                    tiles.result = Some((buf, extents));
+                }
                 self.partner_tiles.insert(e as *const Expr, tiles);
             }
             _ => {
@@ -357,6 +383,10 @@ impl<'k> Emitter<'k> {
         let [m, n] = at.idx.as_slice() else {
             return Err(MlirError::unsupported("`dot` whose result is not rank 2"));
         };
+        if let Some((buf, extents)) = tiles.result {
+            let lin = self.linear(&at.idx, &extents);
+            return Ok(self.buffer_load(buf, &lin));
+        }
         // The quantized operand's row and the float operand's row.
         let (q, row, col) = if a.elem.is_quant() {
             (a, m.clone(), n.clone())
@@ -412,6 +442,29 @@ impl<'k> Emitter<'k> {
             Ty::I32,
             format!("arith.addi {row_start}, {block_first} : i32"),
         );
+        let scale = match term {
+            Term::KMin { scale, .. } | Term::KScaled { scale } => Some(scale),
+            _ => None,
+        };
+        let sumi = self.grouped_sum(format, scale, tiles, base, &first)?;
+        self.term_from_sum(format, term, tiles, base, col, blk, &sumi)
+    }
+
+    /// The block term (SPEC §14's table) from its integer sum `sumi`
+    /// (`sum_g scale(g) * dot_g`, wrapping `i32`): the float steps, each
+    /// rounded on its own. Shared by the per-element sums and the int8
+    /// tensor cores, so both give the same bits.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn term_from_sum(
+        &mut self,
+        format: &Format,
+        term: &Term,
+        tiles: &PartnerTiles,
+        base: &Val,
+        col: &Val,
+        blk: &Val,
+        sumi: &Val,
+    ) -> Result<Val, MlirError> {
         // The partner block covering this weight block (same length, or one
         // Q8_K block per 256-element weight block).
         let partner_index = {
@@ -430,11 +483,6 @@ impl<'k> Emitter<'k> {
                 group: None,
             },
         );
-        let scale = match term {
-            Term::KMin { scale, .. } | Term::KScaled { scale } => Some(scale),
-            _ => None,
-        };
-        let sumi = self.grouped_sum(format, scale, tiles, base, &first)?;
         let sumi_f = self
             .t
             .def(Ty::F32, format!("arith.sitofp {sumi} : i32 to f32"));
@@ -555,9 +603,8 @@ impl<'k> Emitter<'k> {
         let j_first = self
             .t
             .def(Ty::I32, format!("arith.muli {j}, {step_val} : i32"));
-        let mut w_packed: Option<Val> = None;
-        let mut x_packed: Option<Val> = None;
-        let mut product: Option<Val> = None;
+        let mut w_levels = Vec::with_capacity(step as usize);
+        let mut x_levels = Vec::with_capacity(step as usize);
         for lane in 0..step {
             let lane_val = self.const_i32(lane);
             let within = self
@@ -566,59 +613,29 @@ impl<'k> Emitter<'k> {
             let e = self
                 .t
                 .def(Ty::I32, format!("arith.addi {gl}, {within} : i32"));
-            let level = self.lower_q(
+            w_levels.push(self.lower_q(
                 &format.level,
                 &Env {
                     base: base.clone(),
                     elem: Some(e.clone()),
                     group: None,
                 },
-            );
+            ));
             let at = self
                 .t
                 .def(Ty::I32, format!("arith.addi {first}, {e} : i32"));
             let xq = self.buffer_load(tiles.levels, &at);
-            if !dp4a {
-                let xq = self.t.def(Ty::I32, format!("arith.extsi {xq} : i8 to i32"));
-                product = Some(
-                    self.t
-                        .def(Ty::I32, format!("arith.muli {level}, {xq} : i32")),
-                );
-                continue;
-            }
-            let byte_mask = self.const_i32(0xFF);
-            let shift = self.const_i32(8 * lane);
-            let w_byte = self
-                .t
-                .def(Ty::I32, format!("arith.andi {level}, {byte_mask} : i32"));
-            let w_byte = self
-                .t
-                .def(Ty::I32, format!("arith.shli {w_byte}, {shift} : i32"));
-            let x_byte = self.t.def(Ty::I32, format!("arith.extui {xq} : i8 to i32"));
-            let x_byte = self
-                .t
-                .def(Ty::I32, format!("arith.shli {x_byte}, {shift} : i32"));
-            w_packed = Some(match w_packed {
-                Some(packed) => self
-                    .t
-                    .def(Ty::I32, format!("arith.ori {packed}, {w_byte} : i32")),
-                None => w_byte,
-            });
-            x_packed = Some(match x_packed {
-                Some(packed) => self
-                    .t
-                    .def(Ty::I32, format!("arith.ori {packed}, {x_byte} : i32")),
-                None => x_byte,
-            });
+            x_levels.push(self.t.def(Ty::I32, format!("arith.extsi {xq} : i8 to i32")));
         }
-        let next = match (w_packed, x_packed, product) {
-            (Some(w), Some(x), _) => {
-                self.call_intrinsic("llvm.nvvm.idp4a.s.s", &[w, x, inner.clone()], Ty::I32)
-            }
-            (_, _, Some(prod)) => self
-                .t
-                .def(Ty::I32, format!("arith.addi {inner}, {prod} : i32")),
-            _ => inner.clone(),
+        let next = if dp4a {
+            let w = self.pack_bytes(&w_levels);
+            let x = self.pack_bytes(&x_levels);
+            self.call_intrinsic("llvm.nvvm.idp4a.s.s", &[w, x, inner.clone()], Ty::I32)
+        } else {
+            let (w, x) = (&w_levels[0], &x_levels[0]);
+            let prod = self.t.def(Ty::I32, format!("arith.muli {w}, {x} : i32"));
+            self.t
+                .def(Ty::I32, format!("arith.addi {inner}, {prod} : i32"))
         };
         let dot = self.close_accumulating_loop(&next, inner_result);
         let scaled = match scale {
@@ -639,5 +656,30 @@ impl<'k> Emitter<'k> {
             .t
             .def(Ty::I32, format!("arith.addi {outer}, {scaled} : i32"));
         Ok(self.close_accumulating_loop(&next, outer_result))
+    }
+
+    /// The low bytes of `values` (each an `i32` holding an `i8` level)
+    /// packed into one `i32`, `values[0]` in the lowest byte: the operand
+    /// form of `dp4a` and of the int8 `mma.sync` fragments.
+    pub(crate) fn pack_bytes(&mut self, values: &[Val]) -> Val {
+        let byte_mask = self.const_i32(0xFF);
+        let mut packed: Option<Val> = None;
+        for (i, v) in values.iter().enumerate() {
+            let byte = self
+                .t
+                .def(Ty::I32, format!("arith.andi {v}, {byte_mask} : i32"));
+            let byte = if i == 0 {
+                byte
+            } else {
+                let shift = self.const_i32(8 * i as i64);
+                self.t
+                    .def(Ty::I32, format!("arith.shli {byte}, {shift} : i32"))
+            };
+            packed = Some(match packed {
+                Some(p) => self.t.def(Ty::I32, format!("arith.ori {p}, {byte} : i32")),
+                None => byte,
+            });
+        }
+        packed.unwrap_or_else(|| self.const_i32(0))
     }
 }

@@ -45,6 +45,8 @@ impl<'k> Emitter<'k> {
             sums,
             bsums,
             k,
+            rows: c,
+            result: None,
         };
         let x_dtype = self.dtype_of(x)?;
         self.barrier();
