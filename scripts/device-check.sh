@@ -4,7 +4,7 @@
 #  1. the Rust check (.device/bin/device_check): every embedded PTX variant
 #     of every example kernel and of SPEC.md's edge-case table launched
 #     through phobos_rt::cuda (the runtime users get) against the host
-#     oracle, then the kbench CUDA rows (saxpy, GEMMs next to cuBLAS, flash
+#     oracle, the quantized matmuls of every format bit for bit, then the kbench CUDA rows (saxpy, GEMMs next to cuBLAS, flash
 #     attention): $OUT/rust_check.csv, rust_bench.csv, rust_summary.txt;
 #  2. the Python check, an independent second opinion driving the same PTX
 #     from PyTorch through ctypes (scripts/device_check.py): $OUT/

@@ -17,3 +17,5 @@ phobos::kernel_file!("kernels/flash_attn_f16_tc.ph");
 phobos::kernel_file!("kernels/gla_chunk.ph");
 // SPEC.md §10 edge cases (not an example: tests and the device check).
 phobos::kernel_file!("kernels/edge/edge_cases.ph");
+// Quantized matmuls, every format with an integer form (the device check).
+phobos::kernel_file!("kernels/quant/qmatmul.ph");

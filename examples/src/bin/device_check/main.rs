@@ -1,5 +1,6 @@
 //! The device check in Rust: every embedded PTX variant of every example
-//! kernel (and SPEC.md's edge-case table, bit for bit) launched through
+//! kernel (and SPEC.md's edge-case table, bit for bit; the quantized
+//! matmuls of every format, bit for bit, `quant.rs`) launched through
 //! `phobos_rt::cuda` on the cases `device_dump` builds, against the host
 //! back end as oracle; then the kbench CUDA rows (GEMMs against cuBLAS).
 //!
@@ -25,6 +26,7 @@ mod table;
 mod bench;
 mod compare;
 mod cublas;
+mod quant;
 mod run;
 
 use std::fmt::Write as _;
@@ -153,6 +155,22 @@ fn main() -> Result<()> {
             }
         }
     }
+    // The quantized matmuls (SPEC.md §14), bit for bit against the host.
+    let quant_rows = quant::check(device.as_ref(), &chip);
+    let mut quant_kernels: Vec<&str> = quant_rows.iter().map(|r| r.kernel).collect();
+    quant_kernels.dedup();
+    for name in quant_kernels {
+        let of_kernel: Vec<&run::Row> = quant_rows.iter().filter(|r| r.kernel == name).collect();
+        for row in of_kernel.iter().filter(|r| !r.passed) {
+            failures.push(format!("{name} {}: {}", row.config, row.note));
+        }
+        println!(
+            "{name}: {}/{} configs pass",
+            of_kernel.iter().filter(|r| r.passed).count(),
+            of_kernel.len()
+        );
+    }
+    rows.extend(quant_rows);
     let check_csv = options.out.join("rust_check.csv");
     std::fs::write(&check_csv, run::csv(&rows))
         .with_context(|| format!("writing {}", check_csv.display()))?;

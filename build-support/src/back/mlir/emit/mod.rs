@@ -363,13 +363,17 @@ impl<'k> Emitter<'k> {
         Ok(())
     }
 
-    fn finish(mut self, args: Vec<(String, String)>) -> Result<EmittedKernel, MlirError> {
-        let shared_bytes: u64 = self
-            .buffers
+    /// Shared memory the buffers declared so far take.
+    fn shared_bytes_so_far(&self) -> u64 {
+        self.buffers
             .iter()
             .filter(|b| b.space == Space::Workgroup)
             .map(Buffer::size_bytes)
-            .sum();
+            .sum()
+    }
+
+    fn finish(mut self, args: Vec<(String, String)>) -> Result<EmittedKernel, MlirError> {
+        let shared_bytes = self.shared_bytes_so_far();
         if shared_bytes > self.target.max_static_shared_bytes() {
             return Err(MlirError::DoesNotFit(format!(
                 "{shared_bytes} bytes of shared memory; static limit is {}{}",

@@ -90,8 +90,10 @@ const TILE_COLS: i64 = 8;
 
 impl<'k> Emitter<'k> {
     /// Whether this contraction runs on the int8 tensor cores: sm_80+, whole
-    /// warps, outside any element loop, and tiles of whole mma shapes (16
-    /// partner rows, 8 weight rows, scale groups of 16 or 32).
+    /// warps, outside any element loop, tiles of whole mma shapes (16
+    /// partner rows, 8 weight rows, scale groups of 16 or 32), and room in
+    /// shared memory for the result tile (counting it as a new buffer, so a
+    /// variant that fits without it still fits, on the per-element path).
     pub(crate) fn int_mma_fits(
         &self,
         format: &Format,
@@ -109,7 +111,9 @@ impl<'k> Emitter<'k> {
             && partner_rows > 0
             && partner_rows % TILE_ROWS == 0
             && weight_rows > 0
-            && weight_rows % TILE_COLS == 0;
+            && weight_rows % TILE_COLS == 0
+            && self.shared_bytes_so_far() + (partner_rows * weight_rows * 4) as u64
+                <= self.target.max_static_shared_bytes();
         if fits {
             IntMmaK::for_group(group_len)
         } else {
