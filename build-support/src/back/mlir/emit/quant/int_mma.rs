@@ -193,24 +193,11 @@ impl<'k> Emitter<'k> {
         for (i, (m, n)) in c_rows.iter().enumerate() {
             let slot = self.const_i32(i as i64);
             let sum = self.buffer_load(acc, &slot);
-            let (mask, coords) = self.quant_block_mask(view, &[n.clone(), first.clone()])?;
-            let next = self.t.fresh("v");
-            self.t.open(format!("{next} = scf.if {mask} -> (f32) {{"));
-            let (base, _) = self.quant_block_at(view, format, &coords)?;
-            let sumi_slot = self.const_i32(i as i64);
-            let sumi = self.buffer_load(sums, &sumi_slot);
-            let term_val = self.term_from_sum(format, term, tiles, &base, m, &blk, &sumi)?;
-            let added = self
-                .t
-                .def(Ty::F32, format!("arith.addf {sum}, {term_val} : f32"));
-            self.t.line(format!("scf.yield {added} : f32"));
-            self.t.reopen("} else {");
-            self.t.line(format!("scf.yield {sum} : f32"));
-            self.t.close("}");
-            let next = Val {
-                name: next,
-                ty: Ty::F32,
-            };
+            let next =
+                self.add_term_where_present(view, format, n, &first, &sum, &mut |em, base| {
+                    let sumi = em.buffer_load(sums, &slot);
+                    em.term_from_sum(format, term, tiles, base, m, &blk, &sumi)
+                })?;
             self.buffer_store(acc, &slot, &next);
         }
         self.t.close("}");
@@ -267,6 +254,7 @@ impl<'k> Emitter<'k> {
             .def(Ty::I32, format!("arith.muli {g}, {k_len} : i32"));
         // A: partner levels from shared memory, row (m0 + row), elements
         // first + group_first + k .. + 4.
+        let lane_k = self.scaled(pos, 4);
         let along = self
             .t
             .def(Ty::I32, format!("arith.addi {first}, {group_first} : i32"));
@@ -281,7 +269,6 @@ impl<'k> Emitter<'k> {
             let at = self
                 .t
                 .def(Ty::I32, format!("arith.addi {row_start}, {along} : i32"));
-            let lane_k = self.scaled(pos, 4);
             let at = self
                 .t
                 .def(Ty::I32, format!("arith.addi {at}, {lane_k} : i32"));
@@ -310,7 +297,6 @@ impl<'k> Emitter<'k> {
         let mut b_regs = Vec::new();
         for reg in 0..shape.b_regs() {
             let (k, _) = shape.b_at(0, reg);
-            let lane_k = self.scaled(pos, 4);
             let e0 = self
                 .t
                 .def(Ty::I32, format!("arith.addi {group_first}, {lane_k} : i32"));

@@ -405,11 +405,31 @@ impl<'k> Emitter<'k> {
         let (blk, sum, result) = self.open_accumulating_loop(&blocks, &init);
         let bl = self.const_i32(format.block_len);
         let first = self.t.def(Ty::I32, format!("arith.muli {blk}, {bl} : i32"));
-        let (mask, coords) = self.quant_block_mask(&view, &[row, first.clone()])?;
+        let next =
+            self.add_term_where_present(&view, &format, &row, &first, &sum, &mut |em, base| {
+                em.block_term(&format, &term, tiles, base, &col, &blk)
+            })?;
+        Ok(self.close_accumulating_loop(&next, result))
+    }
+
+    /// `sum + term(base)` when weight row `row`'s block starting at element
+    /// `first` is inside the tensor (`base` its first byte), else `sum`
+    /// unchanged: an absent block adds nothing, not even `+0.0` (which
+    /// would turn a `-0.0` sum into `+0.0`).
+    pub(crate) fn add_term_where_present(
+        &mut self,
+        view: &QuantView,
+        format: &Format,
+        row: &Val,
+        first: &Val,
+        sum: &Val,
+        term: &mut dyn FnMut(&mut Emitter<'k>, &Val) -> Result<Val, MlirError>,
+    ) -> Result<Val, MlirError> {
+        let (mask, coords) = self.quant_block_mask(view, &[row.clone(), first.clone()])?;
         let next = self.t.fresh("v");
         self.t.open(format!("{next} = scf.if {mask} -> (f32) {{"));
-        let (base, _) = self.quant_block_at(&view, &format, &coords)?;
-        let term = self.block_term(&format, &term, tiles, &base, &col, &blk)?;
+        let (base, _) = self.quant_block_at(view, format, &coords)?;
+        let term = term(self, &base)?;
         let added = self
             .t
             .def(Ty::F32, format!("arith.addf {sum}, {term} : f32"));
@@ -417,11 +437,10 @@ impl<'k> Emitter<'k> {
         self.t.reopen("} else {");
         self.t.line(format!("scf.yield {sum} : f32"));
         self.t.close("}");
-        let next = Val {
+        Ok(Val {
             name: next,
             ty: Ty::F32,
-        };
-        Ok(self.close_accumulating_loop(&next, result))
+        })
     }
 
     /// One weight block's term (SPEC §14's table) against partner row `col`.
