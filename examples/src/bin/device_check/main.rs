@@ -137,16 +137,10 @@ fn main() -> Result<()> {
         let name = entry.artifact.name;
         match run::check_kernel(device.as_ref(), &chip, &entry) {
             Ok(kernel_rows) => {
-                for row in &kernel_rows {
-                    if !row.passed {
-                        failures.push(format!("{name} variant {}: {}", row.variant, row.note));
-                    }
-                }
-                println!(
-                    "{name}: {}/{} variants pass",
-                    kernel_rows.iter().filter(|r| r.passed).count(),
-                    kernel_rows.len()
-                );
+                let of_kernel: Vec<&run::Row> = kernel_rows.iter().collect();
+                tally(name, "variants", &of_kernel, &mut failures, |row| {
+                    format!("variant {}", row.variant)
+                });
                 rows.extend(kernel_rows);
             }
             Err(error) => {
@@ -161,14 +155,9 @@ fn main() -> Result<()> {
     quant_kernels.dedup();
     for name in quant_kernels {
         let of_kernel: Vec<&run::Row> = quant_rows.iter().filter(|r| r.kernel == name).collect();
-        for row in of_kernel.iter().filter(|r| !r.passed) {
-            failures.push(format!("{name} {}: {}", row.config, row.note));
-        }
-        println!(
-            "{name}: {}/{} configs pass",
-            of_kernel.iter().filter(|r| r.passed).count(),
-            of_kernel.len()
-        );
+        tally(name, "configs", &of_kernel, &mut failures, |row| {
+            row.config.clone()
+        });
     }
     rows.extend(quant_rows);
     let check_csv = options.out.join("rust_check.csv");
@@ -217,4 +206,20 @@ fn main() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Prints how many of one kernel's rows passed (`unit`: what a row is)
+/// and records each failing row, named by `describe`.
+fn tally(
+    name: &str,
+    unit: &str,
+    rows: &[&run::Row],
+    failures: &mut Vec<String>,
+    describe: impl Fn(&run::Row) -> String,
+) {
+    for row in rows.iter().filter(|r| !r.passed) {
+        failures.push(format!("{name} {}: {}", describe(row), row.note));
+    }
+    let passed = rows.iter().filter(|r| r.passed).count();
+    println!("{name}: {passed}/{} {unit} pass", rows.len());
 }
