@@ -81,35 +81,23 @@ pub(super) fn q32_avx2_tile(
         macro_rules! go {
             ($f:expr) => {
                 match (group, large) {
-                    (4, _) => q32_avx2_group::<{ $f as u32 }, 2, 4, false>(
+                    (4, _) => {
+                        q32_avx2_group::<{ $f as u32 }, 2, 4>(w, acts, m0, n_range.clone(), store)
+                    }
+                    (3, _) => {
+                        q32_avx2_group::<{ $f as u32 }, 2, 3>(w, acts, m0, n_range.clone(), store)
+                    }
+                    (2, _) => {
+                        q32_avx2_group::<{ $f as u32 }, 2, 2>(w, acts, m0, n_range.clone(), store)
+                    }
+                    (_, true) => q32_avx2_decode::<{ $f as u32 }, 1, false>(
                         w,
                         acts,
                         m0,
                         n_range.clone(),
                         store,
                     ),
-                    (3, _) => q32_avx2_group::<{ $f as u32 }, 2, 3, false>(
-                        w,
-                        acts,
-                        m0,
-                        n_range.clone(),
-                        store,
-                    ),
-                    (2, _) => q32_avx2_group::<{ $f as u32 }, 2, 2, false>(
-                        w,
-                        acts,
-                        m0,
-                        n_range.clone(),
-                        store,
-                    ),
-                    (_, true) => q32_avx2_group::<{ $f as u32 }, 1, 1, false>(
-                        w,
-                        acts,
-                        m0,
-                        n_range.clone(),
-                        store,
-                    ),
-                    _ => q32_avx2_group::<{ $f as u32 }, 4, 1, true>(
+                    _ => q32_avx2_decode::<{ $f as u32 }, 4, true>(
                         w,
                         acts,
                         m0,
@@ -131,7 +119,7 @@ pub(super) fn q32_avx2_tile(
 /// `W` weight rows per pass over `n_range` times activation rows
 /// `m0..m0 + R`; the ragged end one weight row per pass.
 #[cfg(target_arch = "x86_64")]
-fn q32_avx2_group<const F: u32, const W: usize, const R: usize, const PREFETCH: bool>(
+fn q32_avx2_group<const F: u32, const W: usize, const R: usize>(
     w: &Weights<'_>,
     acts: &QActivations,
     m0: usize,
@@ -145,31 +133,64 @@ fn q32_avx2_group<const F: u32, const W: usize, const R: usize, const PREFETCH: 
     // FMA and F16C; they checked the activation rows against the weight
     // rows' block count, and `QActivations` holds every block's scale and
     // lane sums. The packing is for `F`.
-    thread_local! {
-        static PACK_BUFFER: std::cell::Cell<Vec<std::arch::x86_64::__m256i>> =
-            const { std::cell::Cell::new(Vec::new()) };
-    }
     let buffer = PACK_BUFFER.take();
     let packed = unsafe { PackedActs::<R>::pack_into::<F>(buffer, a_rows, acts.row_block_count()) };
-    let ahead = PREFETCH_AHEAD_BYTES;
     let mut n = n_range.start;
     while n + W <= n_range.end {
-        let out = unsafe {
-            q32_tile_avx2::<F, W, R, PREFETCH>(
-                std::array::from_fn(|i| w.row(n + i)),
-                &packed,
-                ahead,
-            )
-        };
+        let out =
+            unsafe { q32_tile_avx2::<F, W, R>(std::array::from_fn(|i| w.row(n + i)), &packed) };
         store_tile(&out, m0, n, store);
         n += W;
     }
     while n < n_range.end {
-        let out = unsafe { q32_tile_avx2::<F, 1, R, PREFETCH>([w.row(n)], &packed, ahead) };
+        let out = unsafe { q32_tile_avx2::<F, 1, R>([w.row(n)], &packed) };
         store_tile(&out, m0, n, store);
         n += 1;
     }
     PACK_BUFFER.set(packed.into_vecs());
+}
+
+/// Decode's passes: `W` weight rows over `n_range` times activation row
+/// `m0` ([`q32_decode_avx2`](crate::host::qmatmul::x86::q32_decode_avx2)),
+/// the ragged end one weight row per pass.
+#[cfg(target_arch = "x86_64")]
+fn q32_avx2_decode<const F: u32, const W: usize, const PREFETCH: bool>(
+    w: &Weights<'_>,
+    acts: &QActivations,
+    m0: usize,
+    n_range: Range<usize>,
+    store: &mut impl FnMut(usize, usize, f32),
+) {
+    use crate::host::qmatmul::x86::{PackedActs, q32_decode_avx2};
+    let a_rows = act_rows::<1>(acts, m0);
+    // SAFETY (this and the pass calls): as in `q32_avx2_group`.
+    let buffer = PACK_BUFFER.take();
+    let packed = unsafe { PackedActs::<1>::pack_into::<F>(buffer, a_rows, acts.row_block_count()) };
+    let ahead = PREFETCH_AHEAD_BYTES;
+    let mut n = n_range.start;
+    while n + W <= n_range.end {
+        let out = unsafe {
+            q32_decode_avx2::<F, W, PREFETCH>(std::array::from_fn(|i| w.row(n + i)), &packed, ahead)
+        };
+        for (i, value) in out.into_iter().enumerate() {
+            store(m0, n + i, value);
+        }
+        n += W;
+    }
+    while n < n_range.end {
+        let [value] = unsafe { q32_decode_avx2::<F, 1, PREFETCH>([w.row(n)], &packed, ahead) };
+        store(m0, n, value);
+        n += 1;
+    }
+    PACK_BUFFER.set(packed.into_vecs());
+}
+
+#[cfg(target_arch = "x86_64")]
+thread_local! {
+    /// The packed activation rows of the AVX2 passes, reused across calls
+    /// (decode packs hundreds of times per token).
+    static PACK_BUFFER: std::cell::Cell<Vec<std::arch::x86_64::__m256i>> =
+        const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// Weight rows `n_range` times activation rows `m_range` (whole groups of

@@ -27,7 +27,9 @@ pub(super) use legacy::{q32_rows_avx2, q32_rows_vnni};
 pub(super) use q32_512::{
     ActRow, has_q32_512, iq4nl_single_512, pack_prompt_group, q32_rows_512, q32_rows_512_packed,
 };
-pub(super) use q32_avx2::{PackedActs, UnpackedWeights, q32_tile_avx2, q32_tile_unpacked_avx2};
+pub(super) use q32_avx2::{
+    PackedActs, UnpackedWeights, q32_decode_avx2, q32_tile_avx2, q32_tile_unpacked_avx2,
+};
 pub(super) use quantize::{levels_q8_avx2, levels_q8_sums_avx2, quantize_q8_k_avx2};
 
 use std::arch::x86_64::*;

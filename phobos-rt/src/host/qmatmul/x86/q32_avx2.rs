@@ -10,14 +10,15 @@
 //! - The activation scales are the f32 ones `QActivations` converted once;
 //!   the `W` weight rows' f16 scales are converted, and multiplied by the
 //!   activation scale, as one vector per block.
-//! - Four weight rows per pass for a single activation row, so the
-//!   activation block and its scale are loaded once per four rows (one row
-//!   per pass for matrices streamed from memory: one sequential stream,
-//!   prefetched ahead); two weight rows times four activation rows for
-//!   prompt batches, reading the activations packed once per group
-//!   ([`PackedActs`]) through one pointer.
+//! - Decode ([`q32_decode_avx2`]): four weight rows per pass for a single
+//!   activation row, so the activation block and its scale are loaded once
+//!   per four rows, each row decoded right before its products (one row
+//!   per pass for matrices streamed from memory: one sequential stream).
+//! - Prompt batches ([`q32_tile_avx2`], [`q32_tile_unpacked_avx2`]): two
+//!   weight rows times four activation rows, reading the activations packed
+//!   once per group ([`PackedActs`]) through one pointer.
 //! - No accumulator spills: the unpack constants are memory operands and
-//!   the per-block scale products one stored vector (see the kernel).
+//!   the per-block scale products one stored vector (see the kernels).
 
 use std::arch::x86_64::*;
 
@@ -311,23 +312,15 @@ unsafe fn block_products<const F: u32, const W: usize, const R: usize>(
 
 /// `W` weight rows of format `F` times the `R` packed activation rows;
 /// returns `[w][r]`, bit-identical to `portable::row_dot` (multi-row order).
-/// `PREFETCH`: software-prefetch each weight row `prefetch_ahead_bytes`
-/// past the block in use (the caller picks the distance).
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C. `F` is Q4_0, Q5_0, Q8_0 or
 /// IQ4_NL, `W * R <= 8` and `W <= 4`; `acts` was packed for `F`; the weight
 /// rows hold whole blocks of `F` (the tile runs over the blocks both sides have).
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(in crate::host::qmatmul) fn q32_tile_avx2<
-    const F: u32,
-    const W: usize,
-    const R: usize,
-    const PREFETCH: bool,
->(
+pub(in crate::host::qmatmul) fn q32_tile_avx2<const F: u32, const W: usize, const R: usize>(
     w_rows: [&[u8]; W],
     acts: &PackedActs<R>,
-    prefetch_ahead_bytes: usize,
 ) -> [[f32; R]; W] {
     const {
         assert!(
@@ -365,6 +358,75 @@ pub(in crate::host::qmatmul) fn q32_tile_avx2<
             let bits = unsafe { w.cast::<u16>().read_unaligned() };
             scale_bits |= u64::from(bits) << (16 * i);
         }
+        let wd = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128(scale_bits as i64)));
+        // SAFETY: this function's features cover `block_products`'; block
+        // `b < n_blocks` of the packing holds `per_block` vectors.
+        unsafe {
+            let block = packed.add(b * per_block);
+            block_products::<F, W, R>(c, unsigned, sign, wd, w_lane, block, &mut d, &mut acc);
+        }
+    }
+    std::array::from_fn(|i| std::array::from_fn(|r| hsum8(acc[i][r])))
+}
+
+/// Four f32 lanes on a 16-byte boundary (decode's per-block scale
+/// products, read back one lane at a time with `vbroadcastss`).
+#[repr(C, align(16))]
+struct Lanes4([f32; 4]);
+
+/// Decode's pass: `W` weight rows of format `F` times one packed
+/// activation row; bit for bit [`q32_tile_avx2`] with `R = 1` (the same
+/// integers, the same f32 products and FMAs in the same order per row).
+///
+/// Each row is decoded right before its products and the unpack
+/// constants are re-read per row (memory operands), so only the `W`
+/// accumulators, the activation block and a few temporaries are live:
+/// the tile form decodes all `W` rows first, which on AVX2's sixteen
+/// registers spilled three accumulators and a decoded row per block.
+///
+/// # Safety
+/// The CPU must support AVX2, FMA and F16C. `F` is Q4_0, Q5_0, Q8_0 or
+/// IQ4_NL, `W <= 4`; `acts` was packed for `F`; the weight rows hold whole
+/// blocks of `F` (the pass runs over the blocks both sides have).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(in crate::host::qmatmul) fn q32_decode_avx2<
+    const F: u32,
+    const W: usize,
+    const PREFETCH: bool,
+>(
+    w_rows: [&[u8]; W],
+    acts: &PackedActs<1>,
+    prefetch_ahead_bytes: usize,
+) -> [f32; W] {
+    const { assert!(W >= 1 && W <= 4, "the weight scales share one u64") };
+    let w_bytes = block_bytes(F);
+    let per_block = PackedActs::<1>::per_block(F);
+    let n_blocks = w_rows
+        .iter()
+        .fold(acts.n_blocks, |n, row| n.min(row.len() / w_bytes));
+    let w_ptrs: [*const u8; W] = std::array::from_fn(|i| w_rows[i].as_ptr());
+    let packed = acts.vecs.as_ptr();
+    let mut acc = [_mm256_setzero_ps(); W];
+    let mut d = Lanes4([0.0; 4]);
+    for b in 0..n_blocks {
+        // SAFETY: block `b < n_blocks` of the packing holds `per_block`
+        // vectors: the levels, the shifted sums (offset formats), the
+        // scales (every lane the row's, `R = 1`).
+        let (aq, offset, ad) = unsafe {
+            let block = packed.add(b * per_block);
+            (
+                block.read(),
+                offset_shift(F).map(|_| block.add(1).read()),
+                _mm256_castps256_ps128(_mm256_castsi256_ps(block.add(per_block - 1).read())),
+            )
+        };
+        let mut scale_bits = 0u64;
+        for (i, row) in w_ptrs.iter().enumerate() {
+            // SAFETY: `b < n_blocks` and row `i` holds `n_blocks` blocks;
+            // the block's first two bytes are its f16 scale.
+            let bits = unsafe { row.add(b * w_bytes).cast::<u16>().read_unaligned() };
+            scale_bits |= u64::from(bits) << (16 * i);
+        }
         if PREFETCH {
             // A matrix larger than the caches streams from memory. The
             // pass's `W` rows are adjacent, so prefetch them as one linear
@@ -380,15 +442,32 @@ pub(in crate::host::qmatmul) fn q32_tile_avx2<
                 _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(128).cast());
             }
         }
-        let wd = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128(scale_bits as i64)));
-        // SAFETY: this function's features cover `block_products`'; block
-        // `b < n_blocks` of the packing holds `per_block` vectors.
-        unsafe {
-            let block = packed.add(b * per_block);
-            block_products::<F, W, R>(c, unsigned, sign, wd, w_lane, block, &mut d, &mut acc);
+        let wd = _mm_cvtph_ps(_mm_cvtsi64_si128(scale_bits as i64));
+        // ggml's d_w * d_x: one f32 product each (exact: two f16 values).
+        // SAFETY: `d` is 16 writable bytes on a 16-byte boundary.
+        unsafe { _mm_store_ps(d.0.as_mut_ptr(), _mm_mul_ps(wd, ad)) };
+        let d = std::hint::black_box(&d);
+        for (i, acc) in acc.iter_mut().enumerate() {
+            // A fresh pointer per row: its constants stay memory operands
+            // instead of taking registers for the whole block.
+            let c = std::hint::black_box(&CONSTS);
+            // SAFETY: this function's features cover `unpack`'s; row `i`
+            // holds block `b` whole.
+            let (unsigned, sign) = unsafe { unpack::<F>(c, w_ptrs[i].add(b * w_bytes)) };
+            let pairs = match offset {
+                Some(_) => _mm256_maddubs_epi16(unsigned, aq),
+                None => _mm256_maddubs_epi16(unsigned, _mm256_sign_epi8(aq, sign)),
+            };
+            // SAFETY: `ones_i16` is 32 bytes on a 32-byte boundary.
+            let mut lanes = _mm256_madd_epi16(pairs, unsafe { constant(&c.ones_i16) });
+            if let Some(offset) = offset {
+                lanes = _mm256_add_epi32(lanes, offset);
+            }
+            let scale = _mm256_broadcast_ss(&d.0[i]);
+            *acc = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(lanes), *acc);
         }
     }
-    std::array::from_fn(|i| std::array::from_fn(|r| hsum8(acc[i][r])))
+    acc.map(|lanes| hsum8(lanes))
 }
 
 /// `W` weight rows unpacked once for the prompt tile
