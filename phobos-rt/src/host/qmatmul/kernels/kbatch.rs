@@ -65,10 +65,13 @@ pub(super) fn batch_tile(
                 | phobos_quant::GgmlType::Q6_K
         )
     {
-        use crate::host::qmatmul::x86::{DECODE_ROWS_PER_PASS, k_min_decode_512, q6k_decode_512};
+        use crate::host::qmatmul::x86::{
+            DECODE_ROWS_PER_PASS, PrefetchAhead, k_min_decode_512, q6k_decode_512,
+        };
         use phobos_quant::GgmlType::{Q4_K, Q5_K};
         let m = m_range.start;
         let a_row = acts.row_blocks(m);
+        let prefetch = PrefetchAhead::within(w.data, super::PREFETCH_AHEAD_BYTES);
         let mut n = n_range.start;
         while n < n_range.end {
             // A ragged end repeats its last row; the copies are dropped.
@@ -79,9 +82,9 @@ pub(super) fn batch_tile(
             // them (the entry points check); activation levels are i8.
             let out = unsafe {
                 match w.ty {
-                    Q4_K => k_min_decode_512::<{ Q4_K as u32 }>(rows, a_row),
-                    Q5_K => k_min_decode_512::<{ Q5_K as u32 }>(rows, a_row),
-                    _ => q6k_decode_512(rows, a_row),
+                    Q4_K => k_min_decode_512::<{ Q4_K as u32 }>(rows, a_row, prefetch),
+                    Q5_K => k_min_decode_512::<{ Q5_K as u32 }>(rows, a_row, prefetch),
+                    _ => q6k_decode_512(rows, a_row, prefetch),
                 }
             };
             for (i, &value) in out.iter().enumerate().take(n_range.end - n) {

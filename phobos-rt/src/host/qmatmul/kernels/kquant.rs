@@ -193,14 +193,16 @@ fn k_512_rows<const W: usize, const R: usize, const BATCH: bool>(
     w_rows: [&[u8]; W],
     a_rows: [&[u8]; R],
 ) -> [[f32; R]; W] {
-    use crate::host::qmatmul::x86::k_rows_512;
+    use crate::host::qmatmul::x86::{PrefetchAhead, k_rows_512};
     use GgmlType::*;
+    // Used by decode passes (`R == 1`) only.
+    let prefetch = PrefetchAhead::within(w.data, PREFETCH_AHEAD_BYTES);
     // SAFETY: as in `q32_512_group`.
     unsafe {
         match w.ty {
-            Q4_K => k_rows_512::<{ Q4_K as u32 }, W, R, BATCH>(w_rows, a_rows),
-            Q5_K => k_rows_512::<{ Q5_K as u32 }, W, R, BATCH>(w_rows, a_rows),
-            _ => k_rows_512::<{ Q6_K as u32 }, W, R, BATCH>(w_rows, a_rows),
+            Q4_K => k_rows_512::<{ Q4_K as u32 }, W, R, BATCH>(w_rows, a_rows, prefetch),
+            Q5_K => k_rows_512::<{ Q5_K as u32 }, W, R, BATCH>(w_rows, a_rows, prefetch),
+            _ => k_rows_512::<{ Q6_K as u32 }, W, R, BATCH>(w_rows, a_rows, prefetch),
         }
     }
 }

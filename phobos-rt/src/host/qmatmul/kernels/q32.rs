@@ -161,12 +161,12 @@ fn q32_avx2_decode<const F: u32, const W: usize, const PREFETCH: bool>(
     n_range: Range<usize>,
     store: &mut impl FnMut(usize, usize, f32),
 ) {
-    use crate::host::qmatmul::x86::{PackedActs, q32_decode_avx2};
+    use crate::host::qmatmul::x86::{PackedActs, PrefetchAhead, q32_decode_avx2};
     let a_rows = act_rows::<1>(acts, m0);
     // SAFETY (this and the pass calls): as in `q32_avx2_group`.
     let buffer = PACK_BUFFER.take();
     let packed = unsafe { PackedActs::<1>::pack_into::<F>(buffer, a_rows, acts.row_block_count()) };
-    let ahead = PREFETCH_AHEAD_BYTES;
+    let ahead = PrefetchAhead::within(w.data, PREFETCH_AHEAD_BYTES);
     let mut n = n_range.start;
     while n + W <= n_range.end {
         let out = unsafe {

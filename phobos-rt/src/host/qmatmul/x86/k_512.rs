@@ -13,9 +13,8 @@ use std::arch::x86_64::*;
 use phobos_quant::{GgmlType, QK_K};
 
 use super::kquants::{block_bytes, hsum_i32, hsum_i32_128};
-use super::{f16_at, k_row_total, load64};
+use super::{PrefetchAhead, f16_at, k_row_total, load64};
 use crate::host::qmatmul::activations::Q8_K_BYTES;
-use crate::host::qmatmul::kernels::PREFETCH_AHEAD_BYTES;
 use crate::host::qmatmul::portable::{batch_fold, f32_at, u32_at};
 
 const Q4_K: u32 = GgmlType::Q4_K as u32;
@@ -202,6 +201,7 @@ pub(in crate::host::qmatmul) fn k_rows_512<
 >(
     w_rows: [&[u8]; W],
     a_rows: [&[u8]; R],
+    prefetch: PrefetchAhead,
 ) -> [[f32; R]; W] {
     let w_bytes = block_bytes(F);
     let n_blocks = w_rows
@@ -219,12 +219,8 @@ pub(in crate::host::qmatmul) fn k_rows_512<
         if R == 1 {
             // Decode reads each matrix from memory once; the rows of a
             // pass lie back to back, as in a tensor.
-            let front = w_rows[0]
-                .as_ptr()
-                .wrapping_add(PREFETCH_AHEAD_BYTES + b * W * w_bytes);
-            for line in (0..W * w_bytes).step_by(64) {
-                _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(line).cast());
-            }
+            let pass_bytes = W * w_bytes;
+            prefetch.lines(w_rows[0].as_ptr().wrapping_add(b * pass_bytes), pass_bytes);
         }
         let mut blocks = [const { None }; W];
         for (block, row) in blocks.iter_mut().zip(&w_rows) {

@@ -17,9 +17,8 @@ use std::arch::x86_64::*;
 
 use phobos_quant::{GgmlType, QK_K};
 
-use super::{load32, load64};
+use super::{PrefetchAhead, load32, load64};
 use crate::host::qmatmul::activations::Q8_K_BYTES;
-use crate::host::qmatmul::kernels::PREFETCH_AHEAD_BYTES;
 use crate::host::qmatmul::portable::f32_at;
 
 const Q4_K: u32 = GgmlType::Q4_K as u32;
@@ -77,19 +76,13 @@ fn block_count(w_rows: &[&[u8]], w_bytes: usize, a_row: &[u8]) -> usize {
         .min(a_row.len() / Q8_K_BYTES)
 }
 
-/// Prefetches a pass's weights [`PREFETCH_AHEAD_BYTES`] past block `b`:
-/// decode reads each matrix from memory once, and the rows of a pass lie
-/// back to back, as in a tensor.
-#[inline]
-#[target_feature(enable = "sse")]
-fn prefetch_ahead(first_row: &[u8], b: usize, w_bytes: usize) {
-    let front = first_row
-        .as_ptr()
-        .wrapping_add(PREFETCH_AHEAD_BYTES + b * DECODE_ROWS_PER_PASS * w_bytes);
-    for line in (0..DECODE_ROWS_PER_PASS * w_bytes).step_by(64) {
-        // A prefetch never faults, whatever the address.
-        _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(line).cast());
-    }
+/// Prefetches a pass's weights ahead of block `b` (`prefetch`): decode
+/// reads each matrix from memory once, and the rows of a pass lie back to
+/// back, as in a tensor.
+#[inline(always)]
+fn prefetch_ahead(prefetch: PrefetchAhead, first_row: &[u8], b: usize, w_bytes: usize) {
+    let pass_bytes = DECODE_ROWS_PER_PASS * w_bytes;
+    prefetch.lines(first_row.as_ptr().wrapping_add(b * pass_bytes), pass_bytes);
 }
 
 /// The f16 field at `offset` as raw bits.
@@ -112,6 +105,7 @@ fn f16_bits(block: &[u8], offset: usize) -> i16 {
 pub(in crate::host::qmatmul) fn k_min_decode_512<const F: u32>(
     w_rows: [&[u8]; DECODE_ROWS_PER_PASS],
     a_row: &[u8],
+    prefetch: PrefetchAhead,
 ) -> [f32; DECODE_ROWS_PER_PASS] {
     const { assert!(F == Q4_K || F == Q5_K) };
     let w_bytes = block_bytes(F);
@@ -128,7 +122,7 @@ pub(in crate::host::qmatmul) fn k_min_decode_512<const F: u32>(
     });
     let mut acc = _mm_setzero_ps();
     for b in 0..n_blocks {
-        prefetch_ahead(w_rows[0], b, w_bytes);
+        prefetch_ahead(prefetch, w_rows[0], b, w_bytes);
         let a = &a_row[b * Q8_K_BYTES..(b + 1) * Q8_K_BYTES];
         let chunk = |c: usize| load32(&a[4 + 32 * c..]);
         // SAFETY (this and the blocks below): this function's features
@@ -221,12 +215,13 @@ const Q6_K_BYTES: usize = 210;
 pub(in crate::host::qmatmul) fn q6k_decode_512(
     w_rows: [&[u8]; DECODE_ROWS_PER_PASS],
     a_row: &[u8],
+    prefetch: PrefetchAhead,
 ) -> [f32; DECODE_ROWS_PER_PASS] {
     const Q6_K: u32 = GgmlType::Q6_K as u32;
     let n_blocks = block_count(&w_rows, Q6_K_BYTES, a_row);
     let mut acc = _mm_setzero_ps();
     for b in 0..n_blocks {
-        prefetch_ahead(w_rows[0], b, Q6_K_BYTES);
+        prefetch_ahead(prefetch, w_rows[0], b, Q6_K_BYTES);
         let a = &a_row[b * Q8_K_BYTES..(b + 1) * Q8_K_BYTES];
         let a_levels: [__m512i; 4] = [
             load64(&a[4..]),

@@ -21,7 +21,7 @@ use std::ops::Range;
 use phobos_quant::{GgmlType, QK_K};
 
 use super::f16_at;
-use super::{hsum8, iq4_lookup, k_row_total, load16, load32, nibbles};
+use super::{PrefetchAhead, hsum8, iq4_lookup, k_row_total, load16, load32, nibbles};
 use crate::host::qmatmul::activations::Q8_K_BYTES;
 use crate::host::qmatmul::portable::f32_at;
 
@@ -337,6 +337,7 @@ pub(in crate::host::qmatmul) fn k_rows_avx2<
     for (ptr, row) in a_ptrs.iter_mut().zip(&a_rows) {
         *ptr = row.as_ptr();
     }
+    let prefetch = prefetch_ahead_bytes.map(|ahead| PrefetchAhead::within(w, ahead));
     let mut n = n_range.start;
     while n + W <= n_end {
         let mut w_ptrs = [std::ptr::null::<u8>(); W];
@@ -347,7 +348,7 @@ pub(in crate::host::qmatmul) fn k_rows_avx2<
         // SAFETY: each weight row holds `row_bytes >= n_blocks * w_bytes`
         // bytes, each activation row at least `n_blocks` Q8_K blocks; this
         // function's features and contract cover `tile`'s.
-        let out = unsafe { tile::<F, W, R, BATCH>(w_ptrs, a_ptrs, n_blocks, prefetch_ahead_bytes) };
+        let out = unsafe { tile::<F, W, R, BATCH>(w_ptrs, a_ptrs, n_blocks, prefetch) };
         for (i, values) in out.iter().enumerate() {
             for (r, &value) in values.iter().enumerate() {
                 store(m0 + r, n + i, value);
@@ -358,12 +359,7 @@ pub(in crate::host::qmatmul) fn k_rows_avx2<
     while n < n_end {
         // SAFETY: as above, one row.
         let [values] = unsafe {
-            tile::<F, 1, R, BATCH>(
-                [w.as_ptr().add(n * row_bytes)],
-                a_ptrs,
-                n_blocks,
-                prefetch_ahead_bytes,
-            )
+            tile::<F, 1, R, BATCH>([w.as_ptr().add(n * row_bytes)], a_ptrs, n_blocks, prefetch)
         };
         for (r, &value) in values.iter().enumerate() {
             store(m0 + r, n, value);
@@ -373,8 +369,8 @@ pub(in crate::host::qmatmul) fn k_rows_avx2<
 }
 
 /// `W` weight rows times `R` activation rows over `n_blocks` blocks;
-/// returns `[w][r]`. `prefetch_ahead_bytes`: prefetch the (adjacent) weight
-/// rows as one linear stream that far ahead, `W` blocks' bytes per block.
+/// returns `[w][r]`. `prefetch`: prefetch the (adjacent) weight rows as one
+/// linear stream, `W` blocks' bytes per block.
 ///
 /// # Safety
 /// `k_rows_avx2`'s; each `w_rows[i]` is readable for `n_blocks` blocks of
@@ -385,7 +381,7 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize, const BATCH: bool>(
     w_rows: [*const u8; W],
     a_rows: [*const u8; R],
     n_blocks: usize,
-    prefetch_ahead_bytes: Option<usize>,
+    prefetch: Option<PrefetchAhead>,
 ) -> [[f32; R]; W] {
     let w_bytes = block_bytes(F);
     let mut acc = [[_mm256_setzero_ps(); R]; W];
@@ -411,11 +407,8 @@ unsafe fn tile<const F: u32, const W: usize, const R: usize, const BATCH: bool>(
                 Block::new::<F>(std::slice::from_raw_parts(row.add(b * w_bytes), w_bytes))
             };
         }
-        if let Some(ahead) = prefetch_ahead_bytes {
-            let front = w_rows[0].wrapping_add(ahead + b * W * w_bytes);
-            for line in (0..W * w_bytes).step_by(64) {
-                _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(line).cast());
-            }
+        if let Some(prefetch) = prefetch {
+            prefetch.lines(w_rows[0].wrapping_add(b * W * w_bytes), W * w_bytes);
         }
         let mut a = [&ZERO_BLOCK; R];
         for (block, &row) in a.iter_mut().zip(&a_rows) {

@@ -50,6 +50,46 @@ pub(super) fn has_vnni() -> bool {
         && is_x86_feature_detected!("avx512vnni")
 }
 
+/// Decode's software prefetch: a pass's weights `ahead_bytes` past the
+/// block in use, never past the end of the matrix they belong to. Past the
+/// end lies memory the matrix does not own, often unmapped: prefetches
+/// there fetch nothing useful and, on the Zen 1 VM of session 25, cost as
+/// much as the whole tail of the pass (1024x640 Q5_0 at M = 1, one
+/// thread: 146-150 us prefetching up to 16 KiB past the end, 117-119 us
+/// stopping at it; BENCHMARKS.md).
+#[derive(Debug, Clone, Copy)]
+pub(in crate::host::qmatmul) struct PrefetchAhead {
+    ahead_bytes: usize,
+    end_address: usize,
+}
+
+impl PrefetchAhead {
+    /// Prefetches `ahead_bytes` ahead within `matrix` (the whole weight
+    /// matrix, not one tile's rows: a tile's successor is the next tile's).
+    pub(in crate::host::qmatmul) fn within(matrix: &[u8], ahead_bytes: usize) -> Self {
+        Self {
+            ahead_bytes,
+            end_address: matrix.as_ptr_range().end as usize,
+        }
+    }
+
+    /// Prefetches the lines of `len_bytes` bytes from `ahead_bytes` past
+    /// `from`, those that start inside the matrix.
+    #[inline(always)]
+    pub(in crate::host::qmatmul) fn lines(self, from: *const u8, len_bytes: usize) {
+        let front = from.wrapping_add(self.ahead_bytes);
+        let stop = (front as usize)
+            .saturating_add(len_bytes)
+            .min(self.end_address);
+        let mut line = front;
+        while (line as usize) < stop {
+            // SAFETY: a prefetch never faults, whatever the address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(line.cast()) };
+            line = line.wrapping_add(64);
+        }
+    }
+}
+
 /// 32 bytes from the front of `bytes` (bounds-checked by the slice).
 #[inline(always)]
 fn load32(bytes: &[u8]) -> __m256i {

@@ -25,7 +25,7 @@ use std::arch::x86_64::*;
 use phobos_quant::GgmlType;
 
 use super::q32_512::ActRow;
-use super::{hsum8, load32};
+use super::{PrefetchAhead, hsum8, load32};
 
 const Q4_0: u32 = GgmlType::Q4_0 as u32;
 const Q5_0: u32 = GgmlType::Q5_0 as u32;
@@ -375,7 +375,7 @@ pub(in crate::host::qmatmul) fn q32_tile_avx2<const F: u32, const W: usize, cons
 struct Lanes4([f32; 4]);
 
 /// Decode's pass: `W` weight rows of format `F` times one packed
-/// activation row; bit for bit [`q32_tile_avx2`] with `R = 1` (the same
+/// activation row (`PREFETCH`: prefetching the rows ahead, `prefetch`); bit for bit [`q32_tile_avx2`] with `R = 1` (the same
 /// integers, the same f32 products and FMAs in the same order per row).
 ///
 /// Each row is decoded right before its products and the unpack
@@ -396,7 +396,7 @@ pub(in crate::host::qmatmul) fn q32_decode_avx2<
 >(
     w_rows: [&[u8]; W],
     acts: &PackedActs<1>,
-    prefetch_ahead_bytes: usize,
+    prefetch: PrefetchAhead,
 ) -> [f32; W] {
     const { assert!(W >= 1 && W <= 4, "the weight scales share one u64") };
     let w_bytes = block_bytes(F);
@@ -433,14 +433,7 @@ pub(in crate::host::qmatmul) fn q32_decode_avx2<
             // stream, `W` blocks' bytes per step: on Zen 2 that measured
             // faster than one prefetch per row along each row (four
             // interleaved streams).
-            let front = w_ptrs[0].wrapping_add(prefetch_ahead_bytes + b * W * w_bytes);
-            _mm_prefetch::<_MM_HINT_T0>(front.cast());
-            if W * w_bytes > 64 {
-                _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(64).cast());
-            }
-            if W * w_bytes > 128 {
-                _mm_prefetch::<_MM_HINT_T0>(front.wrapping_add(128).cast());
-            }
+            prefetch.lines(w_ptrs[0].wrapping_add(b * W * w_bytes), W * w_bytes);
         }
         let wd = _mm_cvtph_ps(_mm_cvtsi64_si128(scale_bits as i64));
         // ggml's d_w * d_x: one f32 product each (exact: two f16 values).
