@@ -65,6 +65,12 @@ pub struct Options {
     /// Only these shapes, by name (q, k, v, o, gate, up, down, output).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// Times each case is measured, ggml and phobos alternating; each
+    /// column reports the median of its rounds. On a shared VM whose speed
+    /// drifts over seconds, one ggml run and one phobos run can land in
+    /// different phases; alternating rounds puts both sides in each.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
 }
 
 /// One measured case.
@@ -109,11 +115,20 @@ pub fn run(opts: &Options) -> Result<Vec<Row>> {
                 .collect();
             let mut out = vec![0.0f32; m * n];
             for &threads in &opts.threads {
-                // ggml right before phobos, case by case, so both see the
-                // same load on a shared machine.
-                let ggml_us = ggml_time(opts, ty, n, k, m, threads)?;
-                let (secs, cpu_secs) =
-                    time_calls(opts, &copies, ty, n, k, &x, m, threads, &mut out)?;
+                // ggml right before phobos, case by case and round by
+                // round, so both see the same load on a shared machine.
+                let mut ggml_rounds = Vec::new();
+                let mut phobos_rounds = Vec::new();
+                for _ in 0..opts.rounds {
+                    if let Some(times) = ggml_time(opts, ty, n, k, m, threads)? {
+                        ggml_rounds.push(times);
+                    }
+                    phobos_rounds.push(time_calls(
+                        opts, &copies, ty, n, k, &x, m, threads, &mut out,
+                    )?);
+                }
+                let ggml_us = median_pair(&mut ggml_rounds);
+                let (secs, cpu_secs) = median_pair(&mut phobos_rounds).unwrap_or((0.0, 0.0));
                 let weight_bytes = copies[0].len() as f64;
                 rows.push(Row {
                     name,
@@ -132,6 +147,13 @@ pub fn run(opts: &Options) -> Result<Vec<Row>> {
         }
     }
     Ok(rows)
+}
+
+/// The round with the median wall time (its CPU time with it), or None
+/// for no rounds.
+fn median_pair(rounds: &mut [(f64, f64)]) -> Option<(f64, f64)> {
+    rounds.sort_by(|a, b| a.0.total_cmp(&b.0));
+    rounds.get(rounds.len() / 2).copied()
 }
 
 /// Copies of one weight (random floats quantized, 64 distinct rows tiled)
