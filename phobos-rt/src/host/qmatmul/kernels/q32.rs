@@ -51,8 +51,9 @@ pub(super) fn q32_512_tile(
 /// streamed from memory, left to the hardware prefetcher: one sequential
 /// stream is what it follows best, and software prefetch on top cost
 /// Zen 4 12.4 against 9.8-10.3 ms on 262144x640 Q8_0, one thread,
-/// BENCHMARKS.md session 22), two weight rows times up to four activation
-/// rows otherwise.
+/// BENCHMARKS.md session 22; except on Zen 1, see
+/// [`four_row_streams`](crate::host::qmatmul::x86::four_row_streams)), two
+/// weight rows times up to four activation rows otherwise.
 #[cfg(target_arch = "x86_64")]
 pub(super) fn q32_avx2_tile(
     w: &Weights<'_>,
@@ -76,7 +77,7 @@ pub(super) fn q32_avx2_tile(
         }
     }
     let m_range = whole_end..m_range.end;
-    let large = w.data.len() >= SINGLE_STREAM_MIN_BYTES;
+    let large = w.data.len() >= SINGLE_STREAM_MIN_BYTES && !super::super::x86::four_row_streams();
     for_groups(m_range, |m0, group| {
         macro_rules! go {
             ($f:expr) => {
