@@ -65,10 +65,11 @@ pub struct Options {
     /// Only these shapes, by name (q, k, v, o, gate, up, down, output).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Times each case is measured, ggml and phobos alternating; each
-    /// column reports the median of its rounds. On a shared VM whose speed
-    /// drifts over seconds, one ggml run and one phobos run can land in
-    /// different phases; alternating rounds puts both sides in each.
+    /// Times each case is measured, ggml and phobos alternating (each side
+    /// first in every other round); each side reports its round with the
+    /// median wall time, that round's CPU time beside it. On a shared VM
+    /// whose speed drifts over seconds, one ggml run and one phobos run can
+    /// land in different phases; alternating rounds puts both sides in each.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub rounds: u32,
 }
@@ -98,6 +99,9 @@ pub fn run(opts: &Options) -> Result<Vec<Row>> {
         .iter()
         .filter(|s| opts.only.is_empty() || opts.only.iter().any(|name| name == s.0))
         .collect();
+    if !opts.ggml.exists() {
+        tracing::warn!(path = %opts.ggml.display(), "no ggml harness; the ggml column stays empty");
+    }
     for &threads in &opts.threads {
         let pool_threads = phobos_rt::pool::global().threads();
         if threads > 1 && threads != pool_threads {
@@ -119,16 +123,23 @@ pub fn run(opts: &Options) -> Result<Vec<Row>> {
                 // round, so both see the same load on a shared machine.
                 let mut ggml_rounds = Vec::new();
                 let mut phobos_rounds = Vec::new();
-                for _ in 0..opts.rounds {
-                    if let Some(times) = ggml_time(opts, ty, n, k, m, threads)? {
+                for round in 0..opts.rounds {
+                    // Each side goes first in every other round, so
+                    // neither always runs in the other's wake.
+                    let ggml_first = round % 2 == 0;
+                    if ggml_first && let Some(times) = ggml_time(opts, ty, n, k, m, threads)? {
                         ggml_rounds.push(times);
                     }
                     phobos_rounds.push(time_calls(
                         opts, &copies, ty, n, k, &x, m, threads, &mut out,
                     )?);
+                    if !ggml_first && let Some(times) = ggml_time(opts, ty, n, k, m, threads)? {
+                        ggml_rounds.push(times);
+                    }
                 }
                 let ggml_us = median_pair(&mut ggml_rounds);
-                let (secs, cpu_secs) = median_pair(&mut phobos_rounds).unwrap_or((0.0, 0.0));
+                let (secs, cpu_secs) = median_pair(&mut phobos_rounds)
+                    .context("--rounds is at least 1, so phobos has a round")?;
                 let weight_bytes = copies[0].len() as f64;
                 rows.push(Row {
                     name,
@@ -250,7 +261,6 @@ fn ggml_time(
     threads: usize,
 ) -> Result<Option<(f64, f64)>> {
     if !opts.ggml.exists() {
-        tracing::warn!(path = %opts.ggml.display(), "no ggml harness; the ggml column stays empty");
         return Ok(None);
     }
     let mut child = Command::new(&opts.ggml)

@@ -276,13 +276,13 @@ pub(super) const SINGLE_STREAM_MIN_BYTES: usize = 32 << 20;
 
 /// How far ahead of the weights in use a decode pass prefetches. Decode
 /// (one activation row) prefetches, except the single-stream pass over a
-/// matrix of [`SINGLE_STREAM_MIN_BYTES`] and more (`q32_avx2_tile`): a model's weights are read once
-/// per token, far more bytes than the caches hold, so every matrix comes
-/// from memory. In `phobos bench` tg128 on Gemma 3 270M (Zen 2, session
-/// 9), prefetching every decode matrix ran 1.1-1.2x faster than
-/// prefetching only the output projection; cache-warm (a loop over one
-/// small matrix, `phobos-kbench qmatmul --pool-mib 0`) it costs up to
-/// ~1.3x, which a model never sees.
+/// matrix of [`SINGLE_STREAM_MIN_BYTES`] and more (`q32_avx2_tile`, not
+/// on Zen 1): a model's weights are read once per token, far more bytes
+/// than the caches hold, so every matrix comes from memory. In `phobos
+/// bench` tg128 on Gemma 3 270M (Zen 2, session 9), prefetching every
+/// decode matrix ran 1.1-1.2x faster than prefetching only the output
+/// projection; cache-warm (a loop over one small matrix, `phobos-kbench
+/// qmatmul --pool-mib 0`) it costs up to ~1.3x, which a model never sees.
 pub(super) const PREFETCH_AHEAD_BYTES: usize = 16 << 10;
 
 /// Stores a tile's `[w][r]` results at weight rows `n..` and activation

@@ -44,7 +44,7 @@ pub(super) fn has_avx2() -> bool {
 /// Whether decode streams matrices larger than the caches four weight rows
 /// per pass with software prefetch, as it does smaller ones, instead of
 /// one row per pass left to the hardware prefetcher: so on AMD Zen and
-/// Zen+ (family 17h, models 00h-2Fh), where on 262144x640 Q8_0 at M = 1
+/// Zen+ (family 17h, models 00h-2Fh; Hygon's Zen-derived family 18h), where on 262144x640 Q8_0 at M = 1
 /// the four-row pass took 22.7 against 25.2 ms on one thread and 14.5
 /// against 17.0 ms on two (session 25, Zen 1; ggml 26.0 and 15.0-17.6).
 /// Zen 2 and Zen 4 measured the opposite (sessions 9 and 22), though with
@@ -56,10 +56,10 @@ pub(super) fn four_row_streams() -> bool {
         // SAFETY: CPUID leaves 0 and 1 exist on every x86-64 CPU and only read.
         #[allow(unused_unsafe)]
         let (vendor, signature) = unsafe { (__cpuid(0), __cpuid(1).eax) };
-        let amd = [vendor.ebx, vendor.edx, vendor.ecx]
+        let vendor: Vec<u8> = [vendor.ebx, vendor.edx, vendor.ecx]
             .iter()
             .flat_map(|word| word.to_le_bytes())
-            .eq(*b"AuthenticAMD");
+            .collect();
         let base_family = (signature >> 8) & 0xF;
         let family = if base_family == 0xF {
             base_family + ((signature >> 20) & 0xFF)
@@ -67,7 +67,8 @@ pub(super) fn four_row_streams() -> bool {
             base_family
         };
         let model = ((signature >> 4) & 0xF) | (((signature >> 16) & 0xF) << 4);
-        amd && family == 0x17 && model < 0x30
+        (vendor == b"AuthenticAMD" && family == 0x17 && model < 0x30)
+            || (vendor == b"HygonGenuine" && family == 0x18)
     })
 }
 
@@ -82,11 +83,13 @@ pub(super) fn has_vnni() -> bool {
 
 /// Decode's software prefetch: a pass's weights `ahead_bytes` past the
 /// block in use, never past the end of the matrix they belong to. Past the
-/// end lies memory the matrix does not own, often unmapped: prefetches
-/// there fetch nothing useful and, on the Zen 1 VM of session 25, cost as
-/// much as the whole tail of the pass (1024x640 Q5_0 at M = 1, one
-/// thread: 146-150 us prefetching up to 16 KiB past the end, 117-119 us
-/// stopping at it; BENCHMARKS.md).
+/// end lies memory the matrix does not own, often unmapped: on the Zen 1
+/// VM of session 25 prefetching there cost as much as the whole tail of
+/// the pass (1024x640 Q5_0 at M = 1 on the heap, one thread: 148-150 us
+/// prefetching up to 16 KiB past the end, 117-119 us stopping at it;
+/// BENCHMARKS.md). In a memory-mapped model the bytes after a matrix are
+/// often the next tensor, which the stop no longer warms: `phobos bench`
+/// tg128 with and without it stayed within that VM's noise.
 #[derive(Debug, Clone, Copy)]
 pub(in crate::host::qmatmul) struct PrefetchAhead {
     ahead_bytes: usize,
@@ -103,8 +106,8 @@ impl PrefetchAhead {
         }
     }
 
-    /// Prefetches the lines of `len_bytes` bytes from `ahead_bytes` past
-    /// `from`, those that start inside the matrix.
+    /// Prefetches `len_bytes` bytes from `ahead_bytes` past `from`, one
+    /// address per 64-byte step, those below the matrix's end.
     #[inline(always)]
     pub(in crate::host::qmatmul) fn lines(self, from: *const u8, len_bytes: usize) {
         let front = from.wrapping_add(self.ahead_bytes);
@@ -259,7 +262,8 @@ mod tests {
         let (Ok(family), Ok(model)) = (family.parse::<u32>(), model.parse::<u32>()) else {
             return;
         };
-        let expected = vendor == "AuthenticAMD" && family == 0x17 && model < 0x30;
+        let expected = (vendor == "AuthenticAMD" && family == 0x17 && model < 0x30)
+            || (vendor == "HygonGenuine" && family == 0x18);
         assert_eq!(
             super::four_row_streams(),
             expected,

@@ -376,8 +376,10 @@ pub(in crate::host::qmatmul) fn q32_tile_avx2<const F: u32, const W: usize, cons
 struct Lanes4([f32; 4]);
 
 /// Decode's pass: `W` weight rows of format `F` times one packed
-/// activation row (`PREFETCH`: prefetching the rows ahead, `prefetch`); bit for bit [`q32_tile_avx2`] with `R = 1` (the same
-/// integers, the same f32 products and FMAs in the same order per row).
+/// activation row; bit for bit `portable::row_dot` (single-row order), as
+/// `avx2_q32_tile_equals_portable` checks: per block and row the same
+/// integer lanes as [`block_products`], one f32 product `d_w * d_x` and
+/// one FMA per lane. `PREFETCH`: prefetch the rows ahead (`prefetch`).
 ///
 /// Each row is decoded right before its products and the unpack
 /// constants are re-read per row (memory operands), so only the `W`
