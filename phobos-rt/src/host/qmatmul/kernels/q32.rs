@@ -127,28 +127,17 @@ fn q32_avx2_group<const F: u32, const W: usize, const R: usize>(
     n_range: Range<usize>,
     store: &mut impl FnMut(usize, usize, f32),
 ) {
-    use crate::host::qmatmul::x86::{PackedActs, q32_tile_avx2};
-    let a_rows = act_rows::<R>(acts, m0);
-    // SAFETY (this and the tile calls): this path runs only at the AVX2
-    // level, which the entry points accept only where the CPU has AVX2,
-    // FMA and F16C; they checked the activation rows against the weight
-    // rows' block count, and `QActivations` holds every block's scale and
-    // lane sums. The packing is for `F`.
-    let buffer = PACK_BUFFER.take();
-    let packed = unsafe { PackedActs::<R>::pack_into::<F>(buffer, a_rows, acts.row_block_count()) };
-    let mut n = n_range.start;
-    while n + W <= n_range.end {
-        let out =
-            unsafe { q32_tile_avx2::<F, W, R>(std::array::from_fn(|i| w.row(n + i)), &packed) };
-        store_tile(&out, m0, n, store);
-        n += W;
-    }
-    while n < n_range.end {
-        let out = unsafe { q32_tile_avx2::<F, 1, R>([w.row(n)], &packed) };
-        store_tile(&out, m0, n, store);
-        n += 1;
-    }
-    PACK_BUFFER.set(packed.into_vecs());
+    use crate::host::qmatmul::x86::q32_tile_avx2;
+    with_packed::<F, R>(acts, m0, |packed| {
+        // SAFETY (the tile calls): `with_packed`'s, and the packing is for `F`.
+        passes::<W, R>(
+            n_range,
+            m0,
+            store,
+            |n| unsafe { q32_tile_avx2::<F, W, R>(std::array::from_fn(|i| w.row(n + i)), packed) },
+            |n| unsafe { q32_tile_avx2::<F, 1, R>([w.row(n)], packed) },
+        );
+    });
 }
 
 /// Decode's passes: `W` weight rows over `n_range` times activation row
@@ -162,36 +151,73 @@ fn q32_avx2_decode<const F: u32, const W: usize, const PREFETCH: bool>(
     n_range: Range<usize>,
     store: &mut impl FnMut(usize, usize, f32),
 ) {
-    use crate::host::qmatmul::x86::{PackedActs, PrefetchAhead, q32_decode_avx2};
-    let a_rows = act_rows::<1>(acts, m0);
-    // SAFETY (this and the pass calls): as in `q32_avx2_group`.
-    let buffer = PACK_BUFFER.take();
-    let packed = unsafe { PackedActs::<1>::pack_into::<F>(buffer, a_rows, acts.row_block_count()) };
+    use crate::host::qmatmul::x86::{PrefetchAhead, q32_decode_avx2};
     let ahead = PrefetchAhead::within(w.data, PREFETCH_AHEAD_BYTES);
-    let mut n = n_range.start;
-    while n + W <= n_range.end {
-        let out = unsafe {
-            q32_decode_avx2::<F, W, PREFETCH>(std::array::from_fn(|i| w.row(n + i)), &packed, ahead)
-        };
-        for (i, value) in out.into_iter().enumerate() {
-            store(m0, n + i, value);
-        }
-        n += W;
+    with_packed::<F, 1>(acts, m0, |packed| {
+        // SAFETY (the pass calls): `with_packed`'s, and the packing is for `F`.
+        passes::<W, 1>(
+            n_range,
+            m0,
+            store,
+            |n| {
+                let rows = std::array::from_fn(|i| w.row(n + i));
+                unsafe { q32_decode_avx2::<F, W, PREFETCH>(rows, packed, ahead) }.map(|v| [v])
+            },
+            |n| {
+                unsafe { q32_decode_avx2::<F, 1, PREFETCH>([w.row(n)], packed, ahead) }.map(|v| [v])
+            },
+        );
+    });
+}
+
+/// Runs `body` on activation rows `m0..m0 + R` packed for format `F`, in
+/// this thread's reused buffer (decode packs hundreds of times per token).
+///
+/// Safety of the AVX2 calls `body` makes on the packing: this path runs
+/// only at the AVX2 level, which the entry points accept only where the
+/// CPU has AVX2, FMA and F16C; they checked the activation rows against
+/// the weight rows' block count, and `QActivations` holds every block's
+/// scale and lane sums.
+#[cfg(target_arch = "x86_64")]
+fn with_packed<const F: u32, const R: usize>(
+    acts: &QActivations,
+    m0: usize,
+    body: impl FnOnce(&crate::host::qmatmul::x86::PackedActs<R>),
+) {
+    use crate::host::qmatmul::x86::PackedActs;
+    thread_local! {
+        static PACK_BUFFER: std::cell::Cell<Vec<std::arch::x86_64::__m256i>> =
+            const { std::cell::Cell::new(Vec::new()) };
     }
-    while n < n_range.end {
-        let [value] = unsafe { q32_decode_avx2::<F, 1, PREFETCH>([w.row(n)], &packed, ahead) };
-        store(m0, n, value);
-        n += 1;
-    }
+    let buffer = PACK_BUFFER.take();
+    // SAFETY: as in the doc above (AVX2 is present on this path).
+    let packed = unsafe {
+        PackedActs::<R>::pack_into::<F>(buffer, act_rows::<R>(acts, m0), acts.row_block_count())
+    };
+    body(&packed);
     PACK_BUFFER.set(packed.into_vecs());
 }
 
+/// Weight rows `n_range` in passes of `W` (`pass(n)` for rows `n..n + W`),
+/// the ragged end one row at a time (`single(n)`), each result stored at
+/// activation rows `m0..m0 + R`.
 #[cfg(target_arch = "x86_64")]
-thread_local! {
-    /// The packed activation rows of the AVX2 passes, reused across calls
-    /// (decode packs hundreds of times per token).
-    static PACK_BUFFER: std::cell::Cell<Vec<std::arch::x86_64::__m256i>> =
-        const { std::cell::Cell::new(Vec::new()) };
+fn passes<const W: usize, const R: usize>(
+    n_range: Range<usize>,
+    m0: usize,
+    store: &mut impl FnMut(usize, usize, f32),
+    mut pass: impl FnMut(usize) -> [[f32; R]; W],
+    mut single: impl FnMut(usize) -> [[f32; R]; 1],
+) {
+    let mut n = n_range.start;
+    while n + W <= n_range.end {
+        store_tile(&pass(n), m0, n, store);
+        n += W;
+    }
+    while n < n_range.end {
+        store_tile(&single(n), m0, n, store);
+        n += 1;
+    }
 }
 
 /// Weight rows `n_range` times activation rows `m_range` (whole groups of
