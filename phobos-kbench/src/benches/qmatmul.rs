@@ -332,3 +332,23 @@ pub fn markdown(rows: &[Row]) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::median_pair;
+
+    #[test]
+    fn median_round_is_chosen_by_wall_time_with_its_own_cpu_time() {
+        let mut rounds = [
+            (3.0, 30.0),
+            (1.0, 10.0),
+            (5.0, 50.0),
+            (2.0, 99.0),
+            (4.0, 40.0),
+        ];
+        assert_eq!(median_pair(&mut rounds), Some((3.0, 30.0)));
+        let mut one = [(7.0, 8.0)];
+        assert_eq!(median_pair(&mut one), Some((7.0, 8.0)));
+        assert_eq!(median_pair(&mut []), None);
+    }
+}
