@@ -119,3 +119,37 @@ fn special_values() {
     assert!(tiny > 0.0 && tiny < f32::MIN_POSITIVE);
     assert!(ulps(tiny, (-100.0f64).exp() as f32) <= 1);
 }
+
+/// `exp_f32` carries the exponent bias in its rounder and scales `p - 1`
+/// by `2^half` in one FMA; that must give the bits of the plain form: `n`
+/// rounded with the unbiased rounder, the bias added to each half, and
+/// `p = 1 + (p - 1)` rounded first and scaled exactly after (which holds while
+/// `p * 2^half` is normal). Over 2^21 patterns spread across every sign
+/// and exponent (all 2^32 were checked once when the form changed).
+#[test]
+fn biased_rounder_and_fused_scaling_equal_the_plain_form() {
+    fn two_step(x: f32) -> f32 {
+        let clamped = x.clamp(-110.0, 100.0);
+        let shifted = clamped.mul_add(LOG2_E, ROUNDER);
+        let n = shifted - ROUNDER;
+        let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, clamped));
+        let [c0, c1, c2, c3, c4] = EXP_Q;
+        let r2 = r * r;
+        let q = r2.mul_add(r2.mul_add(c4, r.mul_add(c3, c2)), r.mul_add(c1, c0));
+        let p = 1.0 + r2.mul_add(q, r);
+        let bits = shifted.to_bits() as i32;
+        let half = bits >> 1;
+        let rest = bits.wrapping_sub(half);
+        let half_factor = f32::from_bits((half << 23).wrapping_add(127 << 23) as u32);
+        let rest_factor = f32::from_bits((rest << 23).wrapping_add(127 << 23) as u32);
+        (p * half_factor) * rest_factor
+    }
+    for bits in (0..=u32::MAX).step_by(2047) {
+        let x = f32::from_bits(bits);
+        let (got, want) = (exp_f32(x), two_step(x));
+        assert!(
+            got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+            "exp({x:e}) = {got:e}, two-step form {want:e}"
+        );
+    }
+}
