@@ -9,6 +9,7 @@
 //! (proptest) on top.
 
 mod attention;
+mod fused_sum;
 mod gemm;
 mod gla;
 mod inline_matches_file;

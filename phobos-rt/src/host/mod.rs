@@ -102,7 +102,7 @@ pub use quant::{
     QTile, QuantRead, QuantWrite, dequant, dot_quant_lhs, dot_quant_rhs, dot_t_quant_lhs,
     dot_t_quant_rhs, ggml_partner, ggml_rows, load_quant, qlevels, qscales, store_quant,
 };
-pub use reduce::{max, min, rowmax, rowmin, rowsum, sum};
+pub use reduce::{SUM_CHUNK, SumChunks, max, min, rowmax, rowmin, rowsum, sum};
 pub use simd::{SimdLevel, simd_level, with_simd_cap};
 pub use slice::{
     MAX_SLICE_RANK, Slice, atomic_add, atomic_add_scalar, load, load_in_place, load_point, store,

@@ -203,7 +203,13 @@ impl Generator<'_> {
                 quote!(if #c { #a } else { #b })
             }
             Builtin::ReduceSum | Builtin::ReduceMax | Builtin::ReduceMin => {
-                let t = self.data_ref(first(args, func, e)?)?;
+                let arg = first(args, func, e)?;
+                if func == Builtin::ReduceSum
+                    && let Some(fused) = self.fused_sum(arg)?
+                {
+                    return Ok(fused);
+                }
+                let t = self.data_ref(arg)?;
                 match func {
                     Builtin::ReduceSum => quote!(#p::host::sum(#t)),
                     Builtin::ReduceMax => quote!(#p::host::max(#t)),

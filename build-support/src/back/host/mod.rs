@@ -29,6 +29,7 @@ pub mod artifact;
 mod cuda_launch;
 mod expr;
 mod fuse;
+mod fused_reduce;
 mod fused_store;
 mod grid;
 mod in_place;

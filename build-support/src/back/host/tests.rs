@@ -629,3 +629,28 @@ kernel k(X: tensor<f32>[N, 64], Y: tensor<f32>[N, 64]) {
     let out = generated(&without).unwrap();
     assert!(!out.contains("__prefetch"), "{out}");
 }
+
+#[test]
+fn a_sum_of_an_elementwise_tree_builds_no_tile() {
+    let text = "@autotune(B in [64])
+@grid(R)
+kernel k(X: tensor<f32>[R, C], Y: tensor<f32>[R], W: tensor<f32>[C]) {
+  let x = X[program_id(0), 0 :+ B]
+  let fused = sum((x - 1.0) * x)
+  let t = x * x
+  let plain = sum(t)
+  let two_leaves = sum(x * W[0 :+ B])
+  Y[program_id(0) :+ 1] = fused + plain + two_leaves
+}";
+    let out = generated(text).unwrap();
+    // The two trees are fused; `sum(t)` of a local reads the tile. Each
+    // launch body (per SIMD level and config) has all three.
+    let plain = out.matches("host :: sum (& l_t)").count();
+    let fused = out.matches("host :: SumChunks :: < f32 > :: new").count();
+    assert!(
+        plain > 0 && fused == 2 * plain,
+        "{plain} plain, {fused} fused: {out}"
+    );
+    assert!(out.contains("__sum . add_chunk (& __vals)"), "{out}");
+    assert!(out.contains("__sum . add_rest"), "{out}");
+}

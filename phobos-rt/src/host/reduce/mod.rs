@@ -17,6 +17,9 @@ use crate::{Element, Error, Num, Result};
 /// Partial results a reduction keeps side by side.
 pub const LANES: usize = 8;
 
+mod chunks;
+pub use chunks::{SUM_CHUNK, SumChunks};
+
 /// `step` folded over `values` in [`LANES`] interleaved partials from
 /// `init`, then the partials combined pairwise (`0+4, 1+5, ..`, then
 /// `0+2, 1+3`, then `0+1`), also with `step`.
