@@ -37,8 +37,12 @@ impl Generator<'_> {
         let checks = fused.shape_checks(&shape_name);
         let (prelude, body, shape) = (&fused.prelude, &fused.body, &fused.shape);
         let mut splits = TokenStream::new();
+        // The zips over the leaves' full chunks, over one chunk's elements,
+        // and over the rest, with their patterns; the two element zips
+        // write `__vals` as `__acc`.
         let (mut full_iter, mut full_pattern) = (TokenStream::new(), TokenStream::new());
-        let (mut rest_iter, mut rest_pattern) = (quote!(__vals.iter_mut()), quote!(__acc));
+        let (mut chunk_iter, mut chunk_pattern) = (quote!(__vals.iter_mut()), quote!(__acc));
+        let (mut rest_iter, mut rest_pattern) = (chunk_iter.clone(), chunk_pattern.clone());
         for (i, leaf) in fused.leaves.iter().enumerate() {
             let (tile, value) = (&leaf.tile, &leaf.value);
             let full = format_ident!("__full_{}", tile);
@@ -54,16 +58,10 @@ impl Generator<'_> {
                 full_iter = quote!(#full_iter.zip(#full.iter()));
                 full_pattern = quote!((#full_pattern, #chunk));
             }
-            rest_iter = quote!(#rest_iter.zip(#rest.iter()));
-            rest_pattern = quote!((#rest_pattern, &#value));
-        }
-        // Per chunk, the same zip over the chunk's elements as `rest`.
-        let mut chunk_iter = quote!(__vals.iter_mut());
-        let mut chunk_pattern = quote!(__acc);
-        for leaf in &fused.leaves {
-            let (chunk, value) = (format_ident!("__chunk_{}", leaf.tile), &leaf.value);
             chunk_iter = quote!(#chunk_iter.zip(#chunk.iter()));
             chunk_pattern = quote!((#chunk_pattern, &#value));
+            rest_iter = quote!(#rest_iter.zip(#rest.iter()));
+            rest_pattern = quote!((#rest_pattern, &#value));
         }
         let first_rest = format_ident!("__rest_{}", fused.leaves[0].tile);
         // Every leaf has `__shape` (`checks`), so every leaf splits into the

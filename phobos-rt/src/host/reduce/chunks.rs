@@ -11,7 +11,7 @@
 //! the same order and folded the same way, so fusing `sum(a * b)` changes
 //! no result.
 
-use super::{LANES, WIDE_LANES, fold_lanes};
+use super::{LANES, WIDE_LANES, fold_lanes, sum_wide_partials};
 use crate::{Element, Num};
 
 /// Elements per full chunk of [`SumChunks::add_chunk`].
@@ -74,16 +74,12 @@ impl<T: Num> SumChunks<T> {
     /// The sum, rounded to `T` as [`super::sum`] rounds it.
     #[inline(always)]
     pub fn finish(self) -> T {
-        let lanes = if self.wide {
-            let mut lanes = [T::Sum::ZERO; LANES];
-            for chunk in self.partials.as_chunks::<LANES>().0 {
-                lanes = std::array::from_fn(|i| Num::add(lanes[i], chunk[i]));
-            }
-            lanes
+        let sum = if self.wide {
+            sum_wide_partials(&self.partials)
         } else {
-            self.narrow
+            fold_lanes(&self.narrow, T::Sum::ZERO, Num::add)
         };
-        T::from_sum(fold_lanes(&lanes, T::Sum::ZERO, Num::add))
+        T::from_sum(sum)
     }
 }
 

@@ -242,11 +242,19 @@ fn sum_wide<T: Num>(values: &[T]) -> T::Sum {
     for (p, &x) in partials.iter_mut().zip(rest) {
         *p = Num::add(*p, x.to_sum());
     }
-    let mut lanes = [T::Sum::ZERO; LANES];
+    sum_wide_partials(&partials)
+}
+
+/// The [`WIDE_LANES`] partials of a long sum added into [`LANES`] (chunk by
+/// chunk, in order) and those folded as [`fold_lanes`] folds: the end of
+/// [`sum_wide`], and of a fused sum (`SumChunks`), which must match it.
+#[inline(always)]
+fn sum_wide_partials<S: Num>(partials: &[S; WIDE_LANES]) -> S {
+    let mut lanes = [S::ZERO; LANES];
     for chunk in partials.as_chunks::<LANES>().0 {
         lanes = std::array::from_fn(|i| Num::add(lanes[i], chunk[i]));
     }
-    fold_lanes(&lanes, T::Sum::ZERO, Num::add)
+    fold_lanes(&lanes, S::ZERO, Num::add)
 }
 
 #[inline(always)]
