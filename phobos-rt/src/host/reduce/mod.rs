@@ -213,8 +213,16 @@ fn fold_wide<T: Element>(values: &[T], init: T, step: impl Fn(T, T) -> T + Copy)
         // store-forwarding stall per vector (softmax's row max, Zen 4).
         partials = std::array::from_fn(|i| step(partials[i], chunk[i]));
     }
-    for (p, &x) in partials.iter_mut().zip(rest) {
-        *p = step(*p, x);
+    if !rest.is_empty() {
+        // The rest as one more whole chunk, padded with `init`: `step(p,
+        // init)` is `p` (an `init` never compares greater, nor less), so
+        // the partials come out as if stepped with the rest alone. Stepping
+        // them in place (`iter_mut().zip(rest)`) took their address, and
+        // LLVM then kept all of them on the stack, a store per vector of
+        // every chunk of the row (softmax's row max, Zen 1).
+        let mut last = [init; WIDE_LANES];
+        last[..rest.len()].copy_from_slice(rest);
+        partials = std::array::from_fn(|i| step(partials[i], last[i]));
     }
     let result = fold_lanes(&partials, init, step);
     if result == T::ZERO {
@@ -239,8 +247,15 @@ fn sum_wide<T: Num>(values: &[T]) -> T::Sum {
         // A new array per chunk, as in `fold_wide`.
         partials = std::array::from_fn(|i| Num::add(partials[i], chunk[i].to_sum()));
     }
-    for (p, &x) in partials.iter_mut().zip(rest) {
-        *p = Num::add(*p, x.to_sum());
+    if !rest.is_empty() {
+        // The rest as one more chunk, as in `fold_wide`, padded with `-0`
+        // (integers: `0`): `p + -0` is `p` for every `p`, a `+0` and a NaN
+        // included, so the partials keep the bits of adding the rest alone.
+        let mut last = [Num::neg(T::Sum::ZERO); WIDE_LANES];
+        for (slot, &x) in last.iter_mut().zip(rest) {
+            *slot = x.to_sum();
+        }
+        partials = std::array::from_fn(|i| Num::add(partials[i], last[i]));
     }
     sum_wide_partials(&partials)
 }
