@@ -118,36 +118,39 @@ const EXP_Q: [f32; 5] = [
     0.001_381_461_4,
 ];
 
-/// `e^y - 1` for `0 <= y <= 1`: Taylor to degree 11 (truncation below
-/// 3e-8 relative), no cancellation near 0.
-#[inline(always)]
-fn expm1_small(y: f32) -> f32 {
-    let mut p = 1.0 / 39_916_800.0;
-    p = p * y + 1.0 / 3_628_800.0;
-    p = p * y + 1.0 / 362_880.0;
-    p = p * y + 1.0 / 40_320.0;
-    p = p * y + 1.0 / 5040.0;
-    p = p * y + 1.0 / 720.0;
-    p = p * y + 1.0 / 120.0;
-    p = p * y + 1.0 / 24.0;
-    p = p * y + 1.0 / 6.0;
-    p = p * y + 0.5;
-    p = p * y + 1.0;
-    p * y
-}
+/// `(tanh x - x) / x^3` as a polynomial in `s = x^2` on `|x| <= 1/2`,
+/// lowest degree first: a near-minimax fit (Lawson-weighted least squares)
+/// of the relative error of `x + x^3 P(s)`, below 4e-10 before rounding,
+/// so the result is within 0.65 ulp there.
+const TANH_P: [f32; 5] = [
+    -0.333_333_28,
+    0.133_329_64,
+    -0.053_899_19,
+    0.021_297_988,
+    -0.006_647_481_6,
+];
 
-/// `tanh x = e / (e + 2)` with `e = e^{2|x|} - 1`, the sign restored;
-/// `e` from [`expm1_small`] while `2|x| <= 1`, else from [`exp_f32`].
+/// `tanh x`: `|x| + |x|^3 P(x^2)` ([`TANH_P`]) while `|x| <= 1/2`, else
+/// `e / (e + 2)` with `e = e^{2|x|} - 1` from [`exp_f32`] (no cancellation
+/// there: `e > 1.7`); the sign restored.
+///
+/// The small branch once took `e` from an 11-term Taylor series of
+/// `e^y - 1` in separate multiplies and adds, twenty-two operations per
+/// vector on top of `exp` (a vector evaluates both branches); the odd
+/// polynomial is five FMAs and two products, and it rounds less.
 #[inline(always)]
 pub fn tanh_f32(x: f32) -> f32 {
     // tanh(9.5) = 1 - 1.1e-8 rounds to 1 in f32.
-    let y = 2.0 * x.abs().min(9.5);
-    let e = if y <= 1.0 {
-        expm1_small(y)
+    let a = x.abs().min(9.5);
+    let t = if a <= 0.5 {
+        let s = a * a;
+        let [c0, c1, c2, c3, c4] = TANH_P;
+        let p = s.mul_add(s.mul_add(s.mul_add(s.mul_add(c4, c3), c2), c1), c0);
+        (a * s).mul_add(p, a)
     } else {
-        exp_f32(y) - 1.0
+        let e = exp_f32(2.0 * a) - 1.0;
+        e / (e + 2.0)
     };
-    let t = e / (e + 2.0);
     if x.is_nan() { x } else { t.copysign(x) }
 }
 
@@ -193,12 +196,19 @@ pub fn silu_f32(x: f32) -> f32 {
     }
 }
 
-/// GELU, tanh approximation: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+/// GELU, tanh approximation: `0.5 x (1 + tanh(u))` with `u = sqrt(2/pi) (x
+/// + 0.044715 x^3)`, computed as `x sigmoid(2 u)` (the same function:
+/// `(1 + tanh u) / 2 = 1 / (1 + e^{-2u})`). That is one `exp` and one
+/// division, where `tanh` is a polynomial, an `exp` and a division (a
+/// vector evaluates both of its branches): 2.2 against 3.4 ns per element
+/// on Zen 1. It also has no cancellation for negative `x`, where `1 +
+/// tanh u` subtracts two numbers near 1.
 #[inline(always)]
 pub fn gelu_f32(x: f32) -> f32 {
-    const SQRT_2_OVER_PI: f32 = std::f32::consts::FRAC_2_SQRT_PI * std::f32::consts::FRAC_1_SQRT_2;
-    let inner = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x);
-    0.5 * x * (1.0 + tanh_f32(inner))
+    const TWO_SQRT_2_OVER_PI: f32 =
+        2.0 * std::f32::consts::FRAC_2_SQRT_PI * std::f32::consts::FRAC_1_SQRT_2;
+    let two_u = TWO_SQRT_2_OVER_PI * (0.044715 * x * x).mul_add(x, x);
+    x * sigmoid_f32(two_u)
 }
 
 #[cfg(test)]
