@@ -42,12 +42,12 @@ pub trait Float: Num {
 }
 
 macro_rules! prim_float {
-    ($($t:ident: $exp:path, $tanh:path, $sigmoid:path, $silu:path, $gelu:path),*) => {$(
+    ($($t:ident: $exp:path, $log:path, $tanh:path, $sigmoid:path, $silu:path, $gelu:path),*) => {$(
         impl Float for $t {
             #[inline(always)]
             fn exp(self) -> Self { $exp(self) }
             #[inline(always)]
-            fn log(self) -> Self { $t::ln(self) }
+            fn log(self) -> Self { $log(self) }
             #[inline(always)]
             fn sqrt(self) -> Self { $t::sqrt(self) }
             #[inline(always)]
@@ -75,8 +75,8 @@ macro_rules! prim_float {
 // f32: branch-free polynomials that vectorize, with the error bounds
 // stated in `host::math`; f64: libm.
 prim_float!(
-    f32: math::exp_f32, math::tanh_f32, math::sigmoid_f32, math::silu_f32, math::gelu_f32,
-    f64: f64::exp, f64::tanh, sigmoid_f64, silu_f64, gelu_f64
+    f32: math::exp_f32, math::log_f32, math::tanh_f32, math::sigmoid_f32, math::silu_f32, math::gelu_f32,
+    f64: f64::exp, f64::ln, f64::tanh, sigmoid_f64, silu_f64, gelu_f64
 );
 
 fn sigmoid_f64(x: f64) -> f64 {

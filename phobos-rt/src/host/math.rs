@@ -11,6 +11,7 @@
 //! | function | max error | notes |
 //! |----------|-----------|-------|
 //! | `exp`     | 2 ulp  | exact 0 / inf outside (-104, 88.72) |
+//! | `log`     | 2 ulp  | `-inf` at ±0, NaN below 0, subnormals scaled first |
 //! | `tanh`    | 3 ulp  | exact ±1 for `|x| >= 9.5` |
 //! | `sigmoid` | 2 ulp  | `1 / (1 + exp(-x))`, as `e^x / (1 + e^x)` below 0 |
 //! | `silu`    | 3 ulp  | `x * sigmoid(x)`, as `x e^x / (1 + e^x)` below 0 |
@@ -117,6 +118,60 @@ const EXP_Q: [f32; 5] = [
     0.008_368_71,
     0.001_381_461_4,
 ];
+
+/// `(ln(1 + f) - f + f^2 / 2) / f^3` as a polynomial in `f` on
+/// `sqrt(1/2) - 1 <= f < sqrt(2) - 1`, lowest degree first: a near-minimax
+/// fit (Lawson-weighted least squares) of `ln(1 + f)`'s relative error,
+/// below 6e-9 before rounding (within 0.81 ulp once evaluated in `f32`).
+const LOG_P: [f32; 8] = [
+    0.333_333_3,
+    -0.250_008_2,
+    0.200_012_27,
+    -0.166_233_57,
+    0.142_017_59,
+    -0.131_601_87,
+    0.127_615_68,
+    -0.076_344_74,
+];
+
+/// The bit pattern of `sqrt(1/2)` rounded: the mantissa interval starts
+/// there, so `m = x / 2^e` lies in `[sqrt(1/2), sqrt(2))` and `ln m` is
+/// small on both sides of 0.
+const SQRT_HALF_BITS: i32 = 0x3f35_04f3;
+
+/// `ln x`: `x = 2^e m` with `m` in `[sqrt(1/2), sqrt(2))` read off the bit
+/// pattern (subnormals scaled by 2^23 first), `ln m = f - f^2/2 + f^3
+/// P(f)` with `f = m - 1` ([`LOG_P`]), and `e ln 2` added last in two parts
+/// (`e * LN2_HI` is exact), so the only large rounding is the final add.
+/// Zero gives `-inf`, a negative or NaN `x` NaN, `+inf` itself. libm's
+/// `logf` is an opaque call per element; this vectorizes.
+#[inline(always)]
+pub fn log_f32(x: f32) -> f32 {
+    const TWO_POW_23: f32 = 8_388_608.0;
+    let subnormal = x < f32::MIN_POSITIVE;
+    let scaled = if subnormal { x * TWO_POW_23 } else { x };
+    let bits = scaled.to_bits() as i32;
+    let exponent = bits.wrapping_sub(SQRT_HALF_BITS) >> 23;
+    let m = f32::from_bits(bits.wrapping_sub(exponent << 23) as u32);
+    let e = exponent as f32 - if subnormal { 23.0 } else { 0.0 };
+    let f = m - 1.0;
+    let f2 = f * f;
+    let mut p = LOG_P[7];
+    for &c in LOG_P[..7].iter().rev() {
+        p = p.mul_add(f, c);
+    }
+    let tail = (f2 * f).mul_add(p, -0.5 * f2);
+    let ln = e.mul_add(LN2_HI, f + e.mul_add(LN2_LO, tail));
+    if x == 0.0 {
+        f32::NEG_INFINITY
+    } else if x < 0.0 || x.is_nan() {
+        f32::NAN
+    } else if x == f32::INFINITY {
+        x
+    } else {
+        ln
+    }
+}
 
 /// `(tanh x - x) / x^3` as a polynomial in `s = x^2` on `|x| <= 1/2`,
 /// lowest degree first: a near-minimax fit (Lawson-weighted least squares)

@@ -34,8 +34,9 @@ fn gelu64(x: f64) -> f64 {
 type Case = (&'static str, fn(f32) -> f32, fn(f64) -> f64, u64);
 
 /// (name, polynomial, f64 reference, ulp bound); gelu is checked apart.
-const CASES: [Case; 4] = [
+const CASES: [Case; 5] = [
     ("exp", exp_f32, f64::exp, 2),
+    ("log", log_f32, f64::ln, 2),
     ("tanh", tanh_f32, f64::tanh, 3),
     ("sigmoid", sigmoid_f32, sigmoid64, 2),
     ("silu", silu_f32, |x| x * sigmoid64(x), 3),
@@ -115,6 +116,16 @@ fn special_values() {
     assert_eq!(sigmoid_f32(f32::NEG_INFINITY), 0.0);
     assert_eq!(sigmoid_f32(f32::INFINITY), 1.0);
     assert!(gelu_f32(f32::NAN).is_nan());
+    assert_eq!(log_f32(1.0).to_bits(), 0.0f32.to_bits());
+    assert_eq!(log_f32(0.0), f32::NEG_INFINITY);
+    assert_eq!(log_f32(-0.0), f32::NEG_INFINITY);
+    assert_eq!(log_f32(f32::INFINITY), f32::INFINITY);
+    assert!(log_f32(-1.0).is_nan() && log_f32(f32::NEG_INFINITY).is_nan());
+    assert!(log_f32(f32::NAN).is_nan());
+    // Subnormal inputs are scaled into the normal range first.
+    let least = f32::from_bits(1);
+    assert!(ulps(log_f32(least), f64::from(least).ln() as f32) <= 1);
+    assert_eq!(log_f32(2.0f32.powi(-140)), -140.0 * std::f32::consts::LN_2);
     // Subnormal results round once.
     let tiny = exp_f32(-100.0);
     assert!(tiny > 0.0 && tiny < f32::MIN_POSITIVE);
