@@ -11,7 +11,7 @@
 //! | function | max error | notes |
 //! |----------|-----------|-------|
 //! | `exp`     | 2 ulp  | exact 0 / inf outside (-104, 88.72) |
-//! | `log`     | 2 ulp  | `-inf` at ±0, NaN below 0, subnormals scaled first |
+//! | `log`     | 1 ulp  | `-inf` at ±0, NaN below 0, subnormals scaled first |
 //! | `tanh`    | 3 ulp  | exact ±1 for `|x| >= 9.5` |
 //! | `sigmoid` | 2 ulp  | `1 / (1 + exp(-x))`, as `e^x / (1 + e^x)` below 0 |
 //! | `silu`    | 3 ulp  | `x * sigmoid(x)`, as `x e^x / (1 + e^x)` below 0 |
