@@ -15,7 +15,7 @@
 //! | `tanh`    | 3 ulp  | exact ±1 for `|x| >= 9.5` |
 //! | `sigmoid` | 2 ulp  | `1 / (1 + exp(-x))`, as `e^x / (1 + e^x)` below 0 |
 //! | `silu`    | 3 ulp  | `x * sigmoid(x)`, as `x e^x / (1 + e^x)` below 0 |
-//! | `gelu`    | 4 ulp, or `4 * 2^-23` absolute below 1 | the tanh form cancels for `x < 0`, as it does in any precision |
+//! | `gelu`    | 4 ulp, or `4 * 2^-23` absolute below 1 | computed as `x sigmoid(2u)`; the absolute bound allows for references in the tanh form, which cancels for `x < 0` |
 //!
 //! NaN in gives NaN out; infinities give the limits.
 
@@ -35,7 +35,7 @@ const BIASED_ROUNDER: f32 = ROUNDER + 254.0;
 
 /// `e^x`. Range reduction `x = n ln2 + r` with `|r| <= ln2 / 2` (ln2 split
 /// in two so `n ln2_hi` is exact), `e^r = 1 + r + r^2 q(r)` with `q` the
-/// degree-4 polynomial of [`EXP_Q`] (relative error below 3.1e-9 on that
+/// degree-4 polynomial of `EXP_Q` (relative error below 3.1e-9 on that
 /// interval, 0.05 of a half-ulp), and `2^n` applied as two exact power-of-
 /// two factors so results that are subnormal round once.
 ///
@@ -141,7 +141,7 @@ const SQRT_HALF_BITS: i32 = 0x3f35_04f3;
 
 /// `ln x`: `x = 2^e m` with `m` in `[sqrt(1/2), sqrt(2))` read off the bit
 /// pattern (subnormals scaled by 2^23 first), `ln m = f - f^2/2 + f^3
-/// P(f)` with `f = m - 1` ([`LOG_P`]), and `e ln 2` added last in two parts
+/// P(f)` with `f = m - 1` (`LOG_P`), and `e ln 2` added last in two parts
 /// (`e * LN2_HI` is exact), so the only large rounding is the final add.
 /// Zero gives `-inf`, a negative or NaN `x` NaN, `+inf` itself. libm's
 /// `logf` is an opaque call per element; this vectorizes.
@@ -185,7 +185,7 @@ const TANH_P: [f32; 5] = [
     -0.006_647_481_6,
 ];
 
-/// `tanh x`: `|x| + |x|^3 P(x^2)` ([`TANH_P`]) while `|x| <= 1/2`, else
+/// `tanh x`: `|x| + |x|^3 P(x^2)` (`TANH_P`) while `|x| <= 1/2`, else
 /// `e / (e + 2)` with `e = e^{2|x|} - 1` from [`exp_f32`] (no cancellation
 /// there: `e > 1.7`); the sign restored.
 ///
