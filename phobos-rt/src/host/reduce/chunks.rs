@@ -11,7 +11,7 @@
 //! the same order and folded the same way, so fusing `sum(a * b)` changes
 //! no result.
 
-use super::{LANES, WIDE_LANES, fold_lanes, sum_wide_partials};
+use super::{LANES, WIDE_LANES, add_wide_rest, fold_lanes, sum_wide_partials};
 use crate::{Element, Num};
 
 /// Elements per full chunk of [`SumChunks::add_chunk`].
@@ -58,9 +58,7 @@ impl<T: Num> SumChunks<T> {
     #[inline(always)]
     pub fn add_rest(&mut self, values: &[T]) {
         if self.wide {
-            for (p, &x) in self.partials.iter_mut().zip(values) {
-                *p = Num::add(*p, x.to_sum());
-            }
+            self.partials = add_wide_rest(self.partials, values);
         } else {
             // Element `i` of the whole sum goes to partial `i % LANES`, and
             // the rest starts at a multiple of `SUM_CHUNK`.

@@ -247,17 +247,29 @@ fn sum_wide<T: Num>(values: &[T]) -> T::Sum {
         // A new array per chunk, as in `fold_wide`.
         partials = std::array::from_fn(|i| Num::add(partials[i], chunk[i].to_sum()));
     }
-    if !rest.is_empty() {
-        // The rest as one more chunk, as in `fold_wide`, padded with `-0`
-        // (integers: `0`): `p + -0` is `p` for every `p`, a `+0` and a NaN
-        // included, so the partials keep the bits of adding the rest alone.
-        let mut last = [Num::neg(T::Sum::ZERO); WIDE_LANES];
-        for (slot, &x) in last.iter_mut().zip(rest) {
-            *slot = x.to_sum();
-        }
-        partials = std::array::from_fn(|i| Num::add(partials[i], last[i]));
+    sum_wide_partials(&add_wide_rest(partials, rest))
+}
+
+/// `rest` (shorter than [`WIDE_LANES`]) added into the wide partials,
+/// element `i` into partial `i`: the end of [`sum_wide`], and of a fused
+/// sum's rest (`SumChunks::add_rest`), which must match it.
+///
+/// The rest goes in as one more chunk, as in `fold_wide`, padded with `-0`
+/// (integers: `0`): `p + -0` is `p` for every `p`, a `+0` and a NaN
+/// included, so the partials keep the bits of adding the rest alone. Added
+/// in place instead (`partials.iter_mut().zip(rest)`), the partials' address
+/// was taken and LLVM kept them on the stack, a store per vector of every
+/// chunk of the row.
+#[inline(always)]
+fn add_wide_rest<T: Num>(partials: [T::Sum; WIDE_LANES], rest: &[T]) -> [T::Sum; WIDE_LANES] {
+    if rest.is_empty() {
+        return partials;
     }
-    sum_wide_partials(&partials)
+    let mut last = [Num::neg(T::Sum::ZERO); WIDE_LANES];
+    for (slot, &x) in last.iter_mut().zip(rest) {
+        *slot = x.to_sum();
+    }
+    std::array::from_fn(|i| Num::add(partials[i], last[i]))
 }
 
 /// The [`WIDE_LANES`] partials of a long sum added into [`LANES`] (chunk by
