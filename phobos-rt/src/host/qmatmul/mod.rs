@@ -94,6 +94,7 @@ mod kernels;
 mod portable;
 mod schedule;
 mod shared;
+mod shares;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 

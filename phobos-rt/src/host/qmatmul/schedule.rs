@@ -6,17 +6,12 @@ use std::ops::Range;
 
 use super::activations::quantize_activations_threaded;
 use super::kernels::{KernelLevel, RowOrder, Weights, kernel_level, level_supported, run_tile};
+use super::shares::Shares;
 use super::{QActivations, QMatmulError, QMatrixRef, quantize_activations, vec_dot_type};
 
 /// Activation rows per tile: 64 quantized rows of a 2048-wide matrix stay
 /// in L2 while the tile's weight rows stream past them.
 const M_TILE: usize = 64;
-/// Fewest weight bytes per decode tile (of matrices from
-/// [`SMALL_DECODE_BYTES`] up): a tile's hand-out and activation packing
-/// cost about as much as a few KiB of weights.
-const DECODE_TILE_MIN_BYTES: usize = 32 * 1024;
-/// Decode matrices below this many bytes take one tile per thread.
-const SMALL_DECODE_BYTES: usize = 2 << 20;
 /// Weight bytes per tile for prompt batches, so a tile's weights stay in L2
 /// while its activation rows pass over them.
 const TILE_WEIGHT_BYTES: usize = 256 * 1024;
@@ -96,8 +91,13 @@ pub(super) fn run(
     };
     let (rows, m_rows) = (w.rows, acts.m_rows());
     let order = RowOrder::of(w.ty, m_rows);
+    let decode = m_rows <= DECODE_MAX_ROWS;
     let tiles_for = |threads: usize| {
-        if order == RowOrder::Batch && m_rows > DECODE_MAX_ROWS {
+        if decode {
+            // One thread runs a decode matrix as one tile (one prefetch
+            // stream); threads share it out through `Shares` below.
+            vec![(0..rows, 0..m_rows)]
+        } else if order == RowOrder::Batch {
             batch_split(rows, m_rows, threads)
         } else {
             split(rows, m_rows, row_bytes, threads)
@@ -114,23 +114,35 @@ pub(super) fn run(
         return Ok(());
     }
     let pool = crate::pool::global();
-    let tiles = tiles_for(pool.threads());
     let out_ptr = OutPtr(out.as_mut_ptr());
-    let task = |index: usize| -> crate::Result<()> {
-        let (n_range, m_range) = tiles[index].clone();
+    let run_rows = |n_range: Range<usize>, m_range: Range<usize>| {
         let out_ptr = &out_ptr;
         let mut store = |m: usize, n: usize, v: f32| {
             // SAFETY: `check` sized `out` to m_rows * rows, `m < m_rows` and
-            // `n < rows`; the tiles partition the (m, n) pairs, so no two
-            // threads write the same element and nobody reads `out` until
-            // the loop ends.
+            // `n < rows`; the tiles (or the shares' claims, each row once)
+            // partition the (m, n) pairs, so no two threads write the same
+            // element and nobody reads `out` until the launch ends.
             unsafe { *out_ptr.0.add(m * rows + n) = v };
         };
         run_tile(level, &weights, acts, n_range, m_range, order, &mut store);
-        Ok(())
     };
-    pool.run(tiles.len(), &task)
-        .map_err(|err| QMatmulError::Parallel(err.to_string()))
+    let outcome = if decode {
+        let shares = Shares::new(rows, pool.threads());
+        let task = |own: usize| -> crate::Result<()> {
+            shares.work(own, |n_range| run_rows(n_range, 0..m_rows));
+            Ok(())
+        };
+        pool.run(shares.len(), &task)
+    } else {
+        let tiles = tiles_for(pool.threads());
+        let task = |index: usize| -> crate::Result<()> {
+            let (n_range, m_range) = tiles[index].clone();
+            run_rows(n_range, m_range);
+            Ok(())
+        };
+        pool.run(tiles.len(), &task)
+    };
+    outcome.map_err(|err| QMatmulError::Parallel(err.to_string()))
 }
 
 struct OutPtr(*mut f32);
@@ -138,8 +150,8 @@ struct OutPtr(*mut f32);
 unsafe impl Sync for OutPtr {}
 
 /// The parallel split: `(weight rows, activation rows)` tiles, several per
-/// thread so uneven thread speed evens out. Decode (few rows) splits the
-/// weight rows only; prompt batches split M into 64-row tiles first.
+/// thread so uneven thread speed evens out: prompt batches split M into
+/// 64-row tiles first (decode takes `Shares` instead).
 fn split(
     rows: usize,
     m_rows: usize,
@@ -147,12 +159,6 @@ fn split(
     threads: usize,
 ) -> Vec<(Range<usize>, Range<usize>)> {
     let threads = threads.max(1);
-    if m_rows <= DECODE_MAX_ROWS {
-        return decode_split(rows, row_bytes, threads)
-            .into_iter()
-            .map(|n_range| (n_range, 0..m_rows))
-            .collect();
-    }
     // The M tiles already share the work out: split N only as far as
     // balance needs (four tiles per thread), so each tile's packed
     // activation groups (`x86/q32_avx2.rs`) serve as many weight rows as
@@ -174,7 +180,7 @@ fn split(
     tiles
 }
 
-/// Most activation rows split as decode (weight rows only).
+/// Most activation rows run as decode (weight rows shared out only).
 const DECODE_MAX_ROWS: usize = 4;
 
 /// Activation rows per tile in the batch order: its tiles pack each
@@ -198,34 +204,6 @@ fn batch_split(rows: usize, m_rows: usize, threads: usize) -> Vec<(Range<usize>,
         }
     }
     tiles
-}
-
-/// Decode's weight-row tiles: a multiple of `threads` of them where the
-/// matrix allows (one per thread below [`SMALL_DECODE_BYTES`], else up to
-/// eight per thread, each at least [`DECODE_TILE_MIN_BYTES`]), sized
-/// within 16 rows of each other. Tiles
-/// of one fixed size left a short last tile, so one thread ran a whole
-/// tile more than the other: on two threads 256x640 Q5_0 split
-/// 80 + 80 + 80 + 16 rows, 160 rows against 96.
-fn decode_split(rows: usize, row_bytes: usize, threads: usize) -> Vec<Range<usize>> {
-    // Whole groups of 16 weight rows, as for prompts.
-    let units = rows.div_ceil(16);
-    let bytes = rows * row_bytes;
-    // One tile per thread below a few MiB: every further tile cost a
-    // hand-out and a restart of the kernel's prefetch stream, about 3 us of
-    // 18 on 640x1024 Q4_K (two threads, Zen 2).
-    let by_bytes = if bytes < SMALL_DECODE_BYTES {
-        threads
-    } else {
-        bytes / DECODE_TILE_MIN_BYTES
-    };
-    let mut count = by_bytes.clamp(1, 8 * threads).min(units).max(1);
-    if count >= threads {
-        count -= count % threads;
-    }
-    (0..count)
-        .map(|k| (16 * (k * units / count)).min(rows)..(16 * ((k + 1) * units / count)).min(rows))
-        .collect()
 }
 
 /// Checks shapes and types; returns the weight's row bytes.
@@ -276,7 +254,7 @@ mod tests {
     #[test]
     fn split_partitions_every_shape() {
         for rows in [1, 15, 16, 17, 100, 256, 640, 1024, 2048, 5000] {
-            for m_rows in [1, 2, 4, 5, 64, 65, 512] {
+            for m_rows in [5, 64, 65, 512] {
                 for row_bytes in [18, 440, 1152] {
                     for threads in [1, 2, 3, 8] {
                         check_partition(rows, m_rows, &split(rows, m_rows, row_bytes, threads));
@@ -285,30 +263,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn decode_tiles_share_out_evenly() {
-        // Gemma 3 270M's K/V (Q5_0, Q8_0) and down (Q4_K) on two threads.
-        for (rows, row_bytes) in [(256, 440), (256, 680), (640, 1152), (1024, 440)] {
-            let tiles = decode_split(rows, row_bytes, 2);
-            assert_eq!(tiles.len() % 2, 0, "{rows}x{row_bytes}: {tiles:?}");
-            let sizes: Vec<usize> = tiles.iter().map(ExactSizeIterator::len).collect();
-            let (min, max) = (sizes.iter().min(), sizes.iter().max());
-            assert!(
-                max.zip(min).is_some_and(|(max, min)| max - min <= 16),
-                "{sizes:?}"
-            );
-            assert!(
-                sizes
-                    .iter()
-                    .all(|&n| n * row_bytes >= DECODE_TILE_MIN_BYTES / 2),
-                "{rows}x{row_bytes}: {sizes:?}"
-            );
-        }
-        // The 262144-row output projection: eight tiles per thread.
-        assert_eq!(decode_split(262_144, 680, 2).len(), 16);
-        // A matrix smaller than one tile's bytes is one tile.
-        assert_eq!(decode_split(16, 18, 2), vec![0..16]);
     }
 }
