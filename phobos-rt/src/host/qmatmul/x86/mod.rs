@@ -107,18 +107,21 @@ impl PrefetchAhead {
     }
 
     /// Prefetches `len_bytes` bytes from `ahead_bytes` past `from`, one
-    /// address per 64-byte step, those below the matrix's end.
+    /// address per 64-byte step; an address past the matrix's end is
+    /// clamped to its last byte rather than skipped, so the number of
+    /// prefetches follows from `len_bytes` alone (a constant in every
+    /// kernel) and the step needs no compare-and-branch per line.
     #[inline(always)]
     pub(in crate::host::qmatmul) fn lines(self, from: *const u8, len_bytes: usize) {
-        let front = from.wrapping_add(self.ahead_bytes);
-        let stop = (front as usize)
-            .saturating_add(len_bytes)
-            .min(self.end_address);
-        let mut line = front;
-        while (line as usize) < stop {
+        let front = (from as usize).wrapping_add(self.ahead_bytes);
+        let last = self.end_address.saturating_sub(1);
+        for step in 0..len_bytes.div_ceil(64) {
+            // Wrapping, not saturating: an address that wrapped (none does
+            // in practice) costs a useless prefetch, and the check would
+            // cost two instructions per line.
+            let line = front.wrapping_add(64 * step).min(last);
             // SAFETY: a prefetch never faults, whatever the address.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(line.cast()) };
-            line = line.wrapping_add(64);
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(line as *const i8) };
         }
     }
 }
