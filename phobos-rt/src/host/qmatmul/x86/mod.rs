@@ -126,6 +126,27 @@ impl PrefetchAhead {
     }
 }
 
+/// `value` through a register the optimizer cannot see through: loads
+/// through the result stay where they are written (memory operands)
+/// instead of being hoisted into registers for a whole loop, which on
+/// AVX2's sixteen registers pushes accumulators to the stack. The same as
+/// `std::hint::black_box(value)` at no cost: black_box passes the
+/// reference through a stack slot (a store and a reload per use), this
+/// through an empty `asm!` block that may change the register.
+#[inline(always)]
+fn opaque<T>(value: &T) -> &T {
+    let mut address: *const T = value;
+    // SAFETY: the block is empty, so `address` comes back unchanged and
+    // still points at `value`, borrowed for the returned lifetime; it
+    // writes no memory and no flags. `readonly`, not `nomem`: the compiler
+    // must then finish stores to what it may read (the per-block scale
+    // products are stored right before), and reloads nothing after it.
+    unsafe {
+        std::arch::asm!("/* {0} */", inout(reg) address, options(readonly, nostack, preserves_flags));
+        &*address
+    }
+}
+
 /// 32 bytes from the front of `bytes` (bounds-checked by the slice).
 #[inline(always)]
 fn load32(bytes: &[u8]) -> __m256i {

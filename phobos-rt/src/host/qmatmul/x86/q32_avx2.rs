@@ -26,7 +26,7 @@ use std::arch::x86_64::*;
 use phobos_quant::GgmlType;
 
 use super::q32_512::ActRow;
-use super::{PrefetchAhead, hsum8, load32};
+use super::{PrefetchAhead, hsum8, load32, opaque};
 
 const Q4_0: u32 = GgmlType::Q4_0 as u32;
 const Q5_0: u32 = GgmlType::Q5_0 as u32;
@@ -51,8 +51,8 @@ const fn offset_shift(f: u32) -> Option<i32> {
 }
 
 /// The constants of [`unpack`] and the pair sums, read from memory
-/// through a pointer the optimizer cannot see through
-/// (`std::hint::black_box`) so each use is a memory operand. Hoisted into
+/// through a pointer the optimizer cannot see through (`opaque`) so each
+/// use is a memory operand. Hoisted into
 /// registers, as LLVM otherwise does, they pushed the 2 x 4 tile's
 /// accumulators out to the stack (a store and reload per product).
 #[repr(C, align(32))]
@@ -288,7 +288,7 @@ unsafe fn block_products<const F: u32, const W: usize, const R: usize>(
         // extracts lanes with shuffles, costing a register (an accumulator
         // spills) and a shuffle per product; through memory each is one
         // `vbroadcastss` load.
-        let d = std::hint::black_box(d);
+        let d = opaque(d);
         #[allow(clippy::needless_range_loop)] // `r` picks the packed vectors too
         for r in 0..R {
             // Levels are the block's first `R` vectors, the shifted sums
@@ -348,7 +348,7 @@ pub(in crate::host::qmatmul) fn q32_tile_avx2<const F: u32, const W: usize, cons
         let mut sign = [_mm256_setzero_si256(); W];
         // The weight rows' f16 scales side by side: one conversion for all.
         let mut scale_bits = 0u64;
-        let c = std::hint::black_box(&CONSTS);
+        let c = opaque(&CONSTS);
         for i in 0..W {
             // SAFETY: `b < n_blocks` and row `i` holds `n_blocks` blocks.
             let w = unsafe { w_ptrs[i].add(b * w_bytes) };
@@ -442,11 +442,11 @@ pub(in crate::host::qmatmul) fn q32_decode_avx2<
         // ggml's d_w * d_x: one f32 product each (exact: two f16 values).
         // SAFETY: `d` is 16 writable bytes on a 16-byte boundary.
         unsafe { _mm_store_ps(d.0.as_mut_ptr(), _mm_mul_ps(wd, ad)) };
-        let d = std::hint::black_box(&d);
+        let d = opaque(&d);
         for (i, acc) in acc.iter_mut().enumerate() {
             // A fresh pointer per row: its constants stay memory operands
             // instead of taking registers for the whole block.
-            let c = std::hint::black_box(&CONSTS);
+            let c = opaque(&CONSTS);
             // SAFETY: this function's features cover `unpack`'s; row `i`
             // holds block `b` whole.
             let (unsigned, sign) = unsafe { unpack::<F>(c, w_ptrs[i].add(b * w_bytes)) };
@@ -578,7 +578,7 @@ pub(in crate::host::qmatmul) fn q32_tile_unpacked_avx2<
                 Some(_) => [_mm256_setzero_si256(); W],
                 None => std::array::from_fn(|i| w_block.add(W + i).read()),
             };
-            let c = std::hint::black_box(&CONSTS);
+            let c = opaque(&CONSTS);
             block_products::<F, W, R>(c, unsigned, sign, wd, w_lane, a_block, &mut d, &mut acc);
         }
     }
