@@ -43,6 +43,10 @@ struct Cell(AtomicU64);
 /// The shares of one launch.
 pub(super) struct Shares {
     rows: usize,
+    /// Rows per unit: [`UNIT_ROWS`], or a multiple of it for a matrix of
+    /// more than `u32::MAX` such units (the cells hold unit counts in 32
+    /// bits each).
+    unit_rows: usize,
     cells: Vec<Cell>,
     owner_units: usize,
     thief_units: usize,
@@ -50,10 +54,11 @@ pub(super) struct Shares {
 
 impl Shares {
     /// `rows` weight rows in `threads` shares of whole units, within one
-    /// unit of each other. Unit counts past `u32::MAX` (2^36 rows) are
-    /// clamped, which no weight matrix reaches.
+    /// unit of each other.
     pub(super) fn new(rows: usize, threads: usize) -> Shares {
-        let units = rows.div_ceil(UNIT_ROWS).min(u32::MAX as usize);
+        let max_units = u32::MAX as usize;
+        let unit_rows = UNIT_ROWS * rows.div_ceil(UNIT_ROWS).div_ceil(max_units).max(1);
+        let units = rows.div_ceil(unit_rows);
         let threads = threads.clamp(1, units.max(1));
         let cells = (0..threads)
             .map(|t| {
@@ -68,6 +73,7 @@ impl Shares {
             .max(MIN_OWNER_UNITS);
         Shares {
             rows,
+            unit_rows,
             cells,
             owner_units,
             // Half an owner's chunk: the launch ends within about one
@@ -100,7 +106,11 @@ impl Shares {
     }
 
     fn to_rows(&self, units: Range<u64>) -> Range<usize> {
-        let row = |unit: u64| (unit as usize).saturating_mul(UNIT_ROWS).min(self.rows);
+        let row = |unit: u64| {
+            (unit as usize)
+                .saturating_mul(self.unit_rows)
+                .min(self.rows)
+        };
         row(units.start)..row(units.end)
     }
 }
@@ -191,6 +201,13 @@ mod tests {
         assert_eq!(first, vec![0..256, 256..384, 384..448, 448..512]);
         // Fewer units than threads: one share per unit.
         assert_eq!(Shares::new(20, 4).len(), 2);
+        // More 16-row units than a cell's 32 bits count: wider units, still
+        // whole 16-row groups, and every row inside one of them.
+        let huge = (u32::MAX as usize + 5) * UNIT_ROWS;
+        let shares = Shares::new(huge, 2);
+        assert_eq!(shares.unit_rows, 2 * UNIT_ROWS);
+        let last = claim(&shares.cells[1].0, 1, End::Back).map(|u| shares.to_rows(u));
+        assert_eq!(last, Some(huge - 2 * UNIT_ROWS..huge));
     }
 
     #[test]
