@@ -9,7 +9,11 @@
 // A persistent threadpool (as llama.cpp's CLI attaches one) so thread
 // start-up is not timed; plain CPU buffers, so no weight repacking
 // (llama.cpp's --no-repack numerics).
-// Usage: ggml-mulmat-bench THREADS MIN_MS < cases
+// POOL_MIB (default 0: one copy, cache-warm) fills that many MiB with copies
+// of the weight tensor and points the mul_mat at the next copy before each
+// call, as phobos-kbench rotates its own copies, so with a pool larger than
+// the caches both sides stream their weights from memory.
+// Usage: ggml-mulmat-bench THREADS MIN_MS [POOL_MIB] < cases
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,12 +40,13 @@ static int cmp_double(const void * a, const void * b) {
 }
 
 int main(int argc, char ** argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s THREADS MIN_MS < cases\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s THREADS MIN_MS [POOL_MIB] < cases\n", argv[0]);
         return 2;
     }
     int threads = atoi(argv[1]);
     double min_s = atof(argv[2]) / 1000.0;
+    size_t pool_bytes = argc == 4 ? (size_t) strtoull(argv[3], NULL, 10) << 20 : 0;
     ggml_cpu_init();
     struct ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
     struct ggml_threadpool * pool = ggml_threadpool_new(&tpp);
@@ -68,6 +73,23 @@ int main(int argc, char ** argv) {
             memcpy((char *) w->data + r * row_bytes, (char *) w->data + (r % seed_rows) * row_bytes, row_bytes);
         }
         free(floats);
+        // Copies as phobos-kbench sizes them: ceil(pool / tensor), 1..=4096.
+        size_t copies = (pool_bytes + w_bytes - 1) / w_bytes;
+        copies = copies < 1 ? 1 : copies > 4096 ? 4096 : copies;
+        size_t stride = (w_bytes + 63) / 64 * 64;
+        char * pool_data = NULL;
+        if (copies > 1) {
+            pool_data = aligned_alloc(64, stride * copies);
+            if (pool_data == NULL) {
+                fprintf(stderr, "cannot allocate %zu weight copies of %zu bytes\n", copies, w_bytes);
+                return 1;
+            }
+            for (size_t c = 0; c < copies; c++) {
+                memcpy(pool_data + c * stride, w->data, w_bytes);
+            }
+        }
+        void * own_data = w->data;
+        size_t next_copy = 0;
         for (size_t i = 0; i < (size_t) k * m; i++) {
             ((float *) x->data)[i] = (float) ((i * 7919) % 2001) / 1000.0f - 1.0f;
         }
@@ -83,6 +105,10 @@ int main(int argc, char ** argv) {
         double * cpu = malloc(sizeof(double) * cap);
         double start = now_s();
         while (calls < 3 || now_s() - start < min_s) {
+            if (pool_data != NULL) {
+                w->data = pool_data + next_copy * stride;
+                next_copy = (next_copy + 1) % copies;
+            }
             double t0 = now_s(), c0 = cpu_s();
             ggml_graph_compute(graph, &plan);
             if (calls == cap) {
@@ -100,6 +126,8 @@ int main(int argc, char ** argv) {
         free(cpu);
         fflush(stdout);
         free(work);
+        w->data = own_data;
+        free(pool_data);
         ggml_free(ctx);
     }
     ggml_threadpool_free(pool);

@@ -2,10 +2,12 @@
 //! `phobos_rt::host::qmatmul`, next to ggml's own MUL_MAT for the same
 //! shapes, types and thread count in the same run.
 //!
-//! Each phobos case rotates through copies of the weight (`pool_mib` in
-//! all, larger than the L3) so every call streams its weights from memory;
-//! `pool_mib = 0` keeps one copy, cache-warm like ggml's side, which reruns
-//! one tensor. ggml's side is scripts/ggml-vecdot/mulmat_bench.c (built by
+//! Each case rotates through copies of the weight (`pool_mib` in all,
+//! larger than the L3) so every call streams its weights from memory, on
+//! both sides: the ggml harness is given the same pool and points its
+//! mul_mat at the next copy before each call. `pool_mib = 0` keeps one
+//! copy on both sides, cache-warm. ggml's side is
+//! scripts/ggml-vecdot/mulmat_bench.c (built by
 //! `build-bench.sh`): ggml's CPU backend at a chosen thread count on a
 //! persistent threadpool, plain buffers (no weight repacking, llama.cpp's
 //! `--no-repack`). Both sides report the median call.
@@ -48,7 +50,8 @@ pub struct Options {
     /// threads (`PHOBOS_THREADS`).
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2])]
     pub threads: Vec<usize>,
-    /// MiB of weight copies each phobos case rotates through (0: one copy).
+    /// MiB of weight copies each case rotates through, phobos and ggml
+    /// alike (0: one copy, cache-warm).
     #[arg(long, default_value_t = 640)]
     pub pool_mib: usize,
     /// Minimum measuring time per case.
@@ -264,7 +267,11 @@ fn ggml_time(
         return Ok(None);
     }
     let mut child = Command::new(&opts.ggml)
-        .args([threads.to_string(), opts.min_time_ms.to_string()])
+        .args([
+            threads.to_string(),
+            opts.min_time_ms.to_string(),
+            opts.pool_mib.to_string(),
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
