@@ -212,15 +212,18 @@ pub(super) fn run_tile(
         amx_tile(w, acts, n_range, m_range, store);
         return;
     }
-    // A 32-element-format matrix streamed from memory decodes on the AVX2
-    // kernel at the AVX-512 level too (same bits), one row at a time
-    // (Zen 4, 262144x640 Q8_0, M = 1, two threads: 7.4 ms against 11.9 for
-    // the AVX-512 kernel's row pairs; BENCHMARKS.md, sessions 17 and 22).
-    // The K-quants never get here: they take the batch order above.
+    // On Zen 2 and later, a 32-element-format matrix streamed from memory
+    // decodes on the AVX2 kernel at the AVX-512 level too (same bits), one
+    // row at a time (Zen 4, 262144x640 Q8_0, M = 1, two threads: 7.4 ms
+    // against 11.9 for the AVX-512 kernel's row pairs; BENCHMARKS.md,
+    // sessions 17 and 22). Intel runs the prefetched row pairs (twice as
+    // fast there; `single_stream_decode`). The K-quants never get here:
+    // they take the batch order above.
     #[cfg(target_arch = "x86_64")]
     let avx2_decode = m_range.len() == 1
         && super::x86::has_q32_512(w.ty)
-        && w.data.len() >= SINGLE_STREAM_MIN_BYTES;
+        && w.data.len() >= SINGLE_STREAM_MIN_BYTES
+        && super::x86::single_stream_decode();
     #[cfg(target_arch = "x86_64")]
     if level.has_512() && !avx2_decode {
         if super::x86::has_q32_512(w.ty) {
@@ -269,7 +272,8 @@ pub(super) fn for_groups_of(max: usize, m_range: Range<usize>, mut body: impl Fn
 }
 
 /// Weight bytes from which a decode pass takes one weight row at a time
-/// (larger than this machine class's L3): on the Zen 2 of session 9 the
+/// where `x86::single_stream_decode` says so (larger than this machine
+/// class's L3): on the Zen 2 of session 9 the
 /// 262144x640 Q8_0 output projection at M = 1 ran 13-15 ms on one thread
 /// that way against 17-18 ms four rows at a time, both prefetching.
 pub(super) const SINGLE_STREAM_MIN_BYTES: usize = 32 << 20;

@@ -48,12 +48,12 @@ pub(super) fn q32_512_tile(
 
 /// The AVX2 tile for Q4_0/Q5_0/Q8_0/IQ4_NL (`x86/q32_avx2.rs`): four
 /// weight rows per pass for a single activation row (one for matrices
-/// streamed from memory, left to the hardware prefetcher: one sequential
-/// stream is what it follows best, and software prefetch on top cost
-/// Zen 4 12.4 against 9.8-10.3 ms on 262144x640 Q8_0, one thread,
-/// BENCHMARKS.md session 22; except on Zen 1, see
-/// [`four_row_streams`](crate::host::qmatmul::x86::four_row_streams)), two
-/// weight rows times up to four activation rows otherwise.
+/// streamed from memory on the CPUs where one sequential stream left to the
+/// hardware prefetcher is fastest: software prefetch on top cost Zen 4
+/// 12.4 against 9.8-10.3 ms on 262144x640 Q8_0, one thread, BENCHMARKS.md
+/// session 22; see
+/// [`single_stream_decode`](crate::host::qmatmul::x86::single_stream_decode)),
+/// two weight rows times up to four activation rows otherwise.
 #[cfg(target_arch = "x86_64")]
 pub(super) fn q32_avx2_tile(
     w: &Weights<'_>,
@@ -77,7 +77,8 @@ pub(super) fn q32_avx2_tile(
         }
     }
     let m_range = whole_end..m_range.end;
-    let large = w.data.len() >= SINGLE_STREAM_MIN_BYTES && !super::super::x86::four_row_streams();
+    let large =
+        w.data.len() >= SINGLE_STREAM_MIN_BYTES && super::super::x86::single_stream_decode();
     for_groups(m_range, |m0, group| {
         macro_rules! go {
             ($f:expr) => {

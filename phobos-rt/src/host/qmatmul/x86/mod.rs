@@ -41,18 +41,25 @@ pub(super) fn has_avx2() -> bool {
         && is_x86_feature_detected!("f16c")
 }
 
-/// Whether decode streams matrices larger than the caches four weight rows
-/// per pass with software prefetch, as it does smaller ones, instead of
-/// one row per pass left to the hardware prefetcher: so on AMD Zen and
-/// Zen+ (family 17h, models 00h-2Fh; Hygon's Zen-derived family 18h), where on 262144x640 Q8_0 at M = 1
-/// the four-row pass took 22.7 against 25.2 ms on one thread and 14.5
-/// against 17.0 ms on two (session 25, Zen 1; ggml 26.0 and 15.0-17.6).
-/// Zen 2 and Zen 4 measured the opposite (sessions 9 and 22), though with
-/// an older four-row kernel, so they keep one row per pass until measured
-/// again.
-pub(super) fn four_row_streams() -> bool {
-    static ZEN1: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ZEN1.get_or_init(|| {
+/// Whether decode runs a matrix larger than the caches one weight row per
+/// pass with no software prefetch, one sequential stream left to the
+/// hardware prefetcher, instead of the prefetched kernels smaller matrices
+/// run (the AVX-512 row pairs where the CPU has them, else four AVX2 rows).
+/// Measured at 262144x640 Q8_0, M = 1, against ggml in the same run:
+/// - AMD Zen 2 and Zen 4 (family 17h models 30h and up, 19h and later):
+///   one stream (sessions 9 and 22; Zen 4, two threads: 7.4 ms against
+///   11.9 for the AVX-512 row pairs).
+/// - AMD Zen 1 and Zen+ (17h models 00h-2Fh; Hygon's Zen-derived 18h):
+///   four prefetched rows, 22.7 against 25.2 ms on one thread, 14.5
+///   against 17.0 on two (session 25; ggml 26.0 and 15.0-17.6).
+/// - Intel (an Emerald Rapids VM, session 30, weights rotated through
+///   640 MiB on both sides): the AVX-512 row pairs 14.2 ms on one thread
+///   and 7.3-7.5 on two, against 25.1-31.9 and 13.8-14.3 for one stream
+///   (ggml 24.0-31.2 and 13.4-14.3). So Intel, and any vendor not
+///   measured, prefetches.
+pub(super) fn single_stream_decode() -> bool {
+    static SINGLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SINGLE.get_or_init(|| {
         // SAFETY: CPUID leaves 0 and 1 exist on every x86-64 CPU and only read.
         #[allow(unused_unsafe)]
         let (vendor, signature) = unsafe { (__cpuid(0), __cpuid(1).eax) };
@@ -67,9 +74,14 @@ pub(super) fn four_row_streams() -> bool {
             base_family
         };
         let model = ((signature >> 4) & 0xF) | (((signature >> 16) & 0xF) << 4);
-        (vendor == b"AuthenticAMD" && family == 0x17 && model < 0x30)
-            || (vendor == b"HygonGenuine" && family == 0x18)
+        single_stream_cpu(&vendor, family, model)
     })
+}
+
+/// [`single_stream_decode`]'s rule for a CPUID vendor string, family and
+/// model (as Linux prints them in `/proc/cpuinfo`).
+fn single_stream_cpu(vendor: &[u8], family: u32, model: u32) -> bool {
+    vendor == b"AuthenticAMD" && (family > 0x17 || (family == 0x17 && model >= 0x30))
 }
 
 /// Whether this CPU runs the AVX-512 VNNI kernels.
@@ -265,10 +277,10 @@ fn iq4_lookup(nibbles: __m256i) -> __m256i {
 
 #[cfg(test)]
 mod tests {
-    /// `four_row_streams` reads CPUID as Linux does: the same vendor,
+    /// `single_stream_decode` reads CPUID as Linux does: the same vendor,
     /// family and model as `/proc/cpuinfo`.
     #[test]
-    fn zen1_detection_agrees_with_proc_cpuinfo() {
+    fn cpuid_agrees_with_proc_cpuinfo() {
         let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
             return;
         };
@@ -286,12 +298,31 @@ mod tests {
         let (Ok(family), Ok(model)) = (family.parse::<u32>(), model.parse::<u32>()) else {
             return;
         };
-        let expected = (vendor == "AuthenticAMD" && family == 0x17 && model < 0x30)
-            || (vendor == "HygonGenuine" && family == 0x18);
         assert_eq!(
-            super::four_row_streams(),
-            expected,
+            super::single_stream_decode(),
+            super::single_stream_cpu(vendor.as_bytes(), family, model),
             "{vendor} family {family} model {model}"
         );
+    }
+
+    /// The CPUs the rule was measured on, and Zen 1's derivative.
+    #[test]
+    fn single_stream_on_zen2_and_later_only() {
+        let cases: [(&[u8], u32, u32, bool); 6] = [
+            (b"AuthenticAMD", 0x17, 0x01, false), // Zen 1 (EPYC 7001)
+            (b"AuthenticAMD", 0x17, 0x08, false), // Zen+
+            (b"AuthenticAMD", 0x17, 0x31, true),  // Zen 2 (EPYC 7002)
+            (b"AuthenticAMD", 0x19, 0x11, true),  // Zen 4 (EPYC 9004)
+            (b"HygonGenuine", 0x18, 0x00, false), // Dhyana, Zen 1 derived
+            (b"GenuineIntel", 6, 0xCF, false),    // Emerald Rapids
+        ];
+        for (vendor, family, model, expected) in cases {
+            assert_eq!(
+                super::single_stream_cpu(vendor, family, model),
+                expected,
+                "{} family {family:#x} model {model:#x}",
+                String::from_utf8_lossy(vendor)
+            );
+        }
     }
 }

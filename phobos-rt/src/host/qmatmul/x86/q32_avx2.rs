@@ -14,7 +14,7 @@
 //!   activation row, so the activation block and its scale are loaded once
 //!   per four rows, each row decoded right before its products (one row
 //!   per pass for matrices streamed from memory, one sequential stream,
-//!   except on Zen 1: `four_row_streams`).
+//!   on the CPUs `single_stream_decode` names).
 //! - Prompt batches ([`q32_tile_avx2`], [`q32_tile_unpacked_avx2`]): two
 //!   weight rows times four activation rows, reading the activations packed
 //!   once per group ([`PackedActs`]) through one pointer.
