@@ -1,6 +1,9 @@
 //! Timing a closure the same way for every implementation: one warm-up
 //! run, then runs until at least `MIN_TOTAL` has passed and `MIN_RUNS`
-//! were made (at most `MAX_RUNS`); the median is reported.
+//! were made (at most `MAX_RUNS`); the median is reported. A kernel and
+//! the references it is a ratio of can be timed in turns
+//! ([`median_turns`]), so both medians see the same memory traffic from
+//! the rest of the machine.
 
 use std::time::{Duration, Instant};
 
@@ -22,6 +25,42 @@ pub fn median_time(mut run: impl FnMut() -> Result<()>) -> Result<Duration> {
     }
     times.sort();
     Ok(times[times.len() / 2])
+}
+
+/// The median time of `run(i)` for each `i` in `0..count`, timed in turns
+/// (each `i` once, then each again, ...) under the same rules as [`median_time`] for the round. On
+/// a machine whose memory bandwidth and 300 MiB L3 other tenants share, a
+/// reference timed once at the start moved a bandwidth-bound kernel's
+/// ratio to it by a third between runs (0.36x to 0.50x of copy for one
+/// softmax build, session 31), and back-to-back runs of a 128 MiB copy
+/// found their data in L3 where the kernel, whose streaming stores leave
+/// the cache, did not; taken in turns, every run starts from the others'
+/// traffic.
+pub fn median_turns(
+    count: usize,
+    mut run: impl FnMut(usize) -> Result<()>,
+) -> Result<Vec<Duration>> {
+    for i in 0..count {
+        run(i)?;
+    }
+    let start = Instant::now();
+    let mut times = vec![Vec::new(); count];
+    let mut rounds = 0;
+    while rounds < MAX_RUNS && (rounds < MIN_RUNS || start.elapsed() < count as u32 * MIN_TOTAL) {
+        for (i, times) in times.iter_mut().enumerate() {
+            let begin = Instant::now();
+            run(i)?;
+            times.push(begin.elapsed());
+        }
+        rounds += 1;
+    }
+    Ok(times
+        .into_iter()
+        .map(|mut times| {
+            times.sort();
+            times[times.len() / 2]
+        })
+        .collect())
 }
 
 /// Mean time of one call over `count` back-to-back calls (for launch

@@ -8,7 +8,7 @@ mod latency;
 pub mod qmatmul;
 mod rowwise;
 
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use anyhow::{Context, Result, bail};
 
@@ -44,7 +44,7 @@ pub struct Ctx {
     pub threads: usize,
     pinned: Option<Vec<(String, i64)>>,
     pub numpy: bool,
-    copy_gbs: OnceLock<f64>,
+    copy: Mutex<Option<bandwidth::CopyReference>>,
 }
 
 impl Ctx {
@@ -60,7 +60,7 @@ impl Ctx {
             threads,
             pinned,
             numpy,
-            copy_gbs: OnceLock::new(),
+            copy: Mutex::new(None),
         })
     }
 
@@ -118,12 +118,15 @@ impl Ctx {
         }
     }
 
-    /// STREAM-style copy bandwidth (read + write bytes per second), GB/s,
-    /// measured once per run: 64 MiB copied, split over the run's threads.
-    pub fn copy_gbs(&self) -> f64 {
-        *self
-            .copy_gbs
-            .get_or_init(|| bandwidth::copy_bandwidth(self.threads, 64 << 20))
+    /// Runs `f` with the STREAM-style copy (64 MiB over the run's
+    /// threads) that bandwidth-bound kernels are timed in turns with; its
+    /// buffers are made on first use and kept for the run.
+    pub fn with_copy_reference<R>(&self, f: impl FnOnce(&mut bandwidth::CopyReference) -> R) -> R {
+        let mut guard = self
+            .copy
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(guard.get_or_insert_with(|| bandwidth::CopyReference::new(self.threads, 64 << 20)))
     }
 }
 

@@ -17,17 +17,23 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
 const SIZES: &[&str] = &["4096x4096"];
 const FORM: &str = "RxC";
 
-/// The copy row and the kernel's ratio to it.
-fn with_copy(ctx: &Ctx, bench: &str, size: &str, mut row: Row) -> Vec<Row> {
+/// The kernel's row and, on the host, the copy's, timed in turns with it.
+fn timed_rows(
+    ctx: &Ctx,
+    (bench, size): (&str, &str),
+    (bytes, label): (usize, String),
+    mut run: impl FnMut() -> Result<()>,
+) -> Result<Vec<Row>> {
     if !ctx.device.is_host() {
-        return vec![row];
+        let time = median_time(run)?;
+        let mut row = Row::new(bench, size, "phobos").timed(time, bytes as f64, "GB/s");
+        row.config = label;
+        return Ok(vec![row]);
     }
-    let mut copy = Row::new(bench, size, "copy (STREAM-style)");
-    copy.value = ctx.copy_gbs();
-    copy.unit = "GB/s";
-    copy.note = "64 MiB read + written, same threads".into();
-    row.compare(&copy);
-    vec![row, copy]
+    let (mut row, copy) =
+        ctx.with_copy_reference(|copy| copy.rows((bench, size, "phobos"), bytes, &mut run))?;
+    row.config = label;
+    Ok(vec![row, copy])
 }
 
 struct Softmax;
@@ -53,11 +59,9 @@ impl Bench for Softmax {
                 .unwrap_or(0))
         })?;
         let config = softmax::CONFIGS[index];
-        let time = median_time(|| Ok(softmax::launch_with(dev, &config, &x, &mut y)?))?;
-        let mut row =
-            Row::new(self.name(), size, "phobos").timed(time, (2 * r * c * 4) as f64, "GB/s");
-        row.config = label;
-        Ok(with_copy(ctx, self.name(), size, row))
+        timed_rows(ctx, (self.name(), size), (2 * r * c * 4, label), || {
+            Ok(softmax::launch_with(dev, &config, &x, &mut y)?)
+        })
     }
 }
 
@@ -86,11 +90,10 @@ impl Bench for RmsNorm {
                 .unwrap_or(0))
         })?;
         let config = rmsnorm::CONFIGS[index];
-        let time = median_time(|| Ok(rmsnorm::launch_with(dev, &config, &x, &w, &mut y, eps)?))?;
         let bytes = (2 * r * c + c) * 4;
-        let mut row = Row::new(self.name(), size, "phobos").timed(time, bytes as f64, "GB/s");
-        row.config = label;
-        Ok(with_copy(ctx, self.name(), size, row))
+        timed_rows(ctx, (self.name(), size), (bytes, label), || {
+            Ok(rmsnorm::launch_with(dev, &config, &x, &w, &mut y, eps)?)
+        })
     }
 }
 
@@ -120,14 +123,11 @@ impl Bench for LayerNorm {
                 .unwrap_or(0))
         })?;
         let config = layernorm::CONFIGS[index];
-        let time = median_time(|| {
+        let bytes = (2 * r * c + 2 * c) * 4;
+        timed_rows(ctx, (self.name(), size), (bytes, label), || {
             Ok(layernorm::launch_with(
                 dev, &config, &x, &w, &b, &mut y, eps,
             )?)
-        })?;
-        let bytes = (2 * r * c + 2 * c) * 4;
-        let mut row = Row::new(self.name(), size, "phobos").timed(time, bytes as f64, "GB/s");
-        row.config = label;
-        Ok(with_copy(ctx, self.name(), size, row))
+        })
     }
 }

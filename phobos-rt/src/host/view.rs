@@ -190,8 +190,14 @@ impl<'a, T: Element> RawView<'a, T> {
 /// same trade as glibc's `memcpy` threshold for non-temporal copies.
 pub(crate) const STREAM_MIN_BYTES: usize = 32 << 20;
 
-/// Copies `values` to `dst`, the 16-byte-aligned middle with streaming
-/// stores. They are weakly ordered: [`fence_streamed_stores`] must run on
+/// Copies `values` to `dst`, the aligned middle with streaming stores:
+/// whole 64-byte lines, one store each, where the CPU has AVX-512, else
+/// 16 bytes per store. (On Emerald Rapids, a C model of rmsnorm that
+/// stages 256 results and streams them out took 3.77 ms at 16 bytes per
+/// store and 3.24 ms at one store per line, medians timed in turns in one
+/// process; in the generated kernels the difference was within that
+/// machine's noise. BENCHMARKS.md, session 31.) They are weakly
+/// ordered: [`fence_streamed_stores`] must run on
 /// this thread before another thread may read `dst`. The pool runs it
 /// after every chunk of programs, before it counts them done (so before
 /// the launch can return), and a [`TensorWrite`] runs it when it drops on
@@ -203,49 +209,89 @@ pub(crate) const STREAM_MIN_BYTES: usize = 32 << 20;
 /// `values`, and not be accessed by another thread until the launch ends.
 #[inline]
 pub(super) unsafe fn stream_copy<T: Copy>(values: &[T], dst: *mut T) {
+    let bytes = std::mem::size_of_val(values);
+    let src = values.as_ptr().cast::<u8>();
+    let out = dst.cast::<u8>();
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-        const VECTOR: usize = 16;
-        const LINE: usize = 64;
-        let bytes = std::mem::size_of_val(values);
-        let src = values.as_ptr().cast::<u8>();
-        let out = dst.cast::<u8>();
-        let head = out.align_offset(VECTOR).min(bytes);
-        let body = (bytes - head) / VECTOR * VECTOR;
-        // SAFETY: every range below lies inside the `bytes` bytes of `values`
-        // and of `dst` (the caller's contract); the streamed stores go to
-        // 16-byte-aligned addresses; SSE2 is part of the x86_64 baseline.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src, out, head);
-            // A cache line per step: four loads, then four stores, so the
-            // line's write-combining buffer fills back to back.
-            let lines_end = head + body / LINE * LINE;
-            for offset in (head..lines_end).step_by(LINE) {
-                let s = src.add(offset).cast::<__m128i>();
-                let d = out.add(offset).cast::<__m128i>();
-                let (a, b) = (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)));
-                let (c, e) = (_mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
-                _mm_stream_si128(d, a);
-                _mm_stream_si128(d.add(1), b);
-                _mm_stream_si128(d.add(2), c);
-                _mm_stream_si128(d.add(3), e);
-            }
-            for offset in (lines_end..head + body).step_by(VECTOR) {
-                let v = _mm_loadu_si128(src.add(offset).cast::<__m128i>());
-                _mm_stream_si128(out.add(offset).cast::<__m128i>(), v);
-            }
-            std::ptr::copy_nonoverlapping(
-                src.add(head + body),
-                out.add(head + body),
-                bytes - head - body,
-            );
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the caller's contract; the CPU has AVX-512F.
+            unsafe { stream_lines_avx512(src, out, bytes) };
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { stream_lines_sse2(src, out, bytes) };
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         // SAFETY: the caller's contract.
-        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), dst, values.len()) };
+        unsafe { std::ptr::copy_nonoverlapping(src, out, bytes) };
+    }
+}
+
+/// `bytes` from `src` to `out`: plain copies up to the first 64-byte
+/// boundary of `out` and after the last, one streaming store per line
+/// between.
+///
+/// # Safety
+/// Both ranges valid (read, write), not overlapping; the CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn stream_lines_avx512(src: *const u8, out: *mut u8, bytes: usize) {
+    use std::arch::x86_64::{__m512i, _mm512_loadu_si512, _mm512_stream_si512};
+    const LINE: usize = 64;
+    let head = out.align_offset(LINE).min(bytes);
+    let lines_end = head + (bytes - head) / LINE * LINE;
+    // SAFETY: every range lies inside the `bytes` bytes of both (the
+    // caller's contract); the streamed stores go to 64-byte-aligned lines.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, out, head);
+        for offset in (head..lines_end).step_by(LINE) {
+            let line = _mm512_loadu_si512(src.add(offset).cast::<__m512i>());
+            _mm512_stream_si512(out.add(offset).cast::<__m512i>(), line);
+        }
+        std::ptr::copy_nonoverlapping(src.add(lines_end), out.add(lines_end), bytes - lines_end);
+    }
+}
+
+/// As [`stream_lines_avx512`], 16 bytes per streaming store.
+///
+/// # Safety
+/// Both ranges valid (read, write), not overlapping.
+#[cfg(target_arch = "x86_64")]
+unsafe fn stream_lines_sse2(src: *const u8, out: *mut u8, bytes: usize) {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+    const VECTOR: usize = 16;
+    const LINE: usize = 64;
+    let head = out.align_offset(VECTOR).min(bytes);
+    let body = (bytes - head) / VECTOR * VECTOR;
+    // SAFETY: every range below lies inside the `bytes` bytes of both (the
+    // caller's contract); the streamed stores go to 16-byte-aligned
+    // addresses; SSE2 is part of the x86_64 baseline.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, out, head);
+        // A cache line per step: four loads, then four stores, so the
+        // line's write-combining buffer fills back to back.
+        let lines_end = head + body / LINE * LINE;
+        for offset in (head..lines_end).step_by(LINE) {
+            let s = src.add(offset).cast::<__m128i>();
+            let d = out.add(offset).cast::<__m128i>();
+            let (a, b) = (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)));
+            let (c, e) = (_mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
+            _mm_stream_si128(d, a);
+            _mm_stream_si128(d.add(1), b);
+            _mm_stream_si128(d.add(2), c);
+            _mm_stream_si128(d.add(3), e);
+        }
+        for offset in (lines_end..head + body).step_by(VECTOR) {
+            let v = _mm_loadu_si128(src.add(offset).cast::<__m128i>());
+            _mm_stream_si128(out.add(offset).cast::<__m128i>(), v);
+        }
+        std::ptr::copy_nonoverlapping(
+            src.add(head + body),
+            out.add(head + body),
+            bytes - head - body,
+        );
     }
 }
 
@@ -532,20 +578,39 @@ mod tests {
     use crate::Device;
 
     /// Every start alignment and length around the vector and line sizes:
-    /// exactly the elements asked for are written.
+    /// exactly the elements asked for are written, by the dispatched copy
+    /// and by each line kernel the CPU can run.
     #[test]
     fn streamed_copies_write_exactly_their_elements() {
+        type Copy = unsafe fn(&[u8], *mut u8);
+        let mut copies: Vec<(&str, Copy)> = vec![("dispatched", stream_copy::<u8>)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY (both): the caller's contract of `stream_copy`.
+            copies.push(("sse2", |v, d| unsafe {
+                stream_lines_sse2(v.as_ptr(), d, v.len())
+            }));
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // The CPU has AVX-512F (checked above).
+                copies.push(("avx512", |v, d| unsafe {
+                    stream_lines_avx512(v.as_ptr(), d, v.len())
+                }));
+            }
+        }
         let src: Vec<u8> = (0..400u32).map(|i| (i * 7 + 1) as u8).collect();
-        for start in 0..70 {
-            for len in [0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 200, 256, 300] {
-                let mut dst = vec![0u8; 400];
-                // SAFETY: `start + len` <= 370 < 400; the buffers are
-                // distinct and no other thread sees them.
-                unsafe { stream_copy(&src[..len], dst.as_mut_ptr().add(start)) };
-                fence_streamed_stores();
-                assert!(dst[..start].iter().all(|&b| b == 0), "{start}+{len}");
-                assert_eq!(&dst[start..start + len], &src[..len], "{start}+{len}");
-                assert!(dst[start + len..].iter().all(|&b| b == 0), "{start}+{len}");
+        for (name, copy) in copies {
+            for start in 0..70 {
+                for len in [0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 200, 256, 300] {
+                    let mut dst = vec![0u8; 400];
+                    // SAFETY: `start + len` <= 370 < 400; the buffers are
+                    // distinct and no other thread sees them.
+                    unsafe { copy(&src[..len], dst.as_mut_ptr().add(start)) };
+                    fence_streamed_stores();
+                    let at = format!("{name} {start}+{len}");
+                    assert!(dst[..start].iter().all(|&b| b == 0), "{at}");
+                    assert_eq!(&dst[start..start + len], &src[..len], "{at}");
+                    assert!(dst[start + len..].iter().all(|&b| b == 0), "{at}");
+                }
             }
         }
     }

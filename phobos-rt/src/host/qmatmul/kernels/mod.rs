@@ -131,6 +131,14 @@ impl Weights<'_> {
     fn row(&self, n: usize) -> &[u8] {
         &self.data[n * self.row_bytes..(n + 1) * self.row_bytes]
     }
+
+    /// Whether a decode pass over these weights takes one unprefetched
+    /// row at a time: a matrix of [`SINGLE_STREAM_MIN_BYTES`] or more, on
+    /// a CPU where that measured fastest (`x86::single_stream_decode`).
+    #[cfg(target_arch = "x86_64")]
+    fn single_stream(&self) -> bool {
+        self.data.len() >= SINGLE_STREAM_MIN_BYTES && super::x86::single_stream_decode()
+    }
 }
 
 /// Which of ggml's orders a whole matmul call follows (it depends on the
@@ -220,10 +228,7 @@ pub(super) fn run_tile(
     // fast there; `single_stream_decode`). The K-quants never get here:
     // they take the batch order above.
     #[cfg(target_arch = "x86_64")]
-    let avx2_decode = m_range.len() == 1
-        && super::x86::has_q32_512(w.ty)
-        && w.data.len() >= SINGLE_STREAM_MIN_BYTES
-        && super::x86::single_stream_decode();
+    let avx2_decode = m_range.len() == 1 && super::x86::has_q32_512(w.ty) && w.single_stream();
     #[cfg(target_arch = "x86_64")]
     if level.has_512() && !avx2_decode {
         if super::x86::has_q32_512(w.ty) {

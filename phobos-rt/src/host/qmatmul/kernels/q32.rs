@@ -5,10 +5,7 @@ use std::ops::Range;
 
 use phobos_quant::GgmlType;
 
-use super::{
-    PREFETCH_AHEAD_BYTES, SINGLE_STREAM_MIN_BYTES, Weights, act_rows, for_groups, for_groups_of,
-    store_tile,
-};
+use super::{PREFETCH_AHEAD_BYTES, Weights, act_rows, for_groups, for_groups_of, store_tile};
 use crate::host::qmatmul::QActivations;
 
 /// The AVX-512 tile for Q4_0/Q5_0/Q8_0/IQ4_NL: four weight rows (two
@@ -77,8 +74,7 @@ pub(super) fn q32_avx2_tile(
         }
     }
     let m_range = whole_end..m_range.end;
-    let large =
-        w.data.len() >= SINGLE_STREAM_MIN_BYTES && super::super::x86::single_stream_decode();
+    let large = w.single_stream();
     for_groups(m_range, |m0, group| {
         macro_rules! go {
             ($f:expr) => {
