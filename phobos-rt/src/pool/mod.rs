@@ -1,7 +1,7 @@
 //! The host device's persistent thread pool.
 //!
-//! Workers are started once, pinned one per physical core (best effort),
-//! spin for a short while after each job and then park, so back-to-back
+//! Workers are started once (pinned one per physical core, best effort,
+//! only with `PHOBOS_PIN_THREADS=1`: `topology`), spin for a short while after each job and then park, so back-to-back
 //! launches (a model's decode step) find them awake. The launching thread
 //! works too. A launch is a [`Job`] of steps; each step's programs are handed
 //! out in contiguous chunks through an atomic counter, and a step finishes
@@ -85,8 +85,22 @@ pub fn global() -> &'static ThreadPool {
             tracing::warn!(%err, cores, "using the physical core count");
             cores
         });
-        ThreadPool::new(threads, &cpus)
+        ThreadPool::new(threads, &pinned_cpus(cpus))
     })
+}
+
+/// `cpus` when `PHOBOS_PIN_THREADS` asks for pinned workers, else none.
+/// A bad value is reported and leaves them unpinned.
+fn pinned_cpus(cpus: Vec<usize>) -> Vec<usize> {
+    let value = std::env::var(topology::PIN_ENV).ok();
+    match topology::pinning_from(value.as_deref()) {
+        Ok(true) => cpus,
+        Ok(false) => Vec::new(),
+        Err(err) => {
+            tracing::warn!(%err, "leaving pool workers unpinned");
+            Vec::new()
+        }
+    }
 }
 
 /// The global pool was already started with another thread count.
@@ -108,7 +122,7 @@ pub fn init_global(threads: usize) -> std::result::Result<&'static ThreadPool, P
     let requested = threads.max(1);
     let pool = GLOBAL.get_or_init(|| {
         let (cpus, _) = topology::host_cpus();
-        ThreadPool::new(requested, &cpus)
+        ThreadPool::new(requested, &pinned_cpus(cpus))
     });
     // A pool may come up short when the OS refuses a thread; that is not
     // a conflict with the request.
@@ -124,7 +138,8 @@ pub fn init_global(threads: usize) -> std::result::Result<&'static ThreadPool, P
 
 impl ThreadPool {
     /// A pool of `threads` participants (the launcher counts as one, so
-    /// `threads - 1` workers), worker `i` pinned to `cpus[i + 1]` when given.
+    /// `threads - 1` workers), worker `i` pinned to `cpus[i + 1]` when given
+    /// (`cpus` empty: none pinned).
     pub fn new(threads: usize, cpus: &[usize]) -> ThreadPool {
         let threads = threads.max(1);
         let shared = Arc::new(Shared {

@@ -1,9 +1,19 @@
-//! How many workers the pool runs and which CPU each is pinned to.
+//! How many workers the pool runs and, when asked, which CPU each is
+//! pinned to.
 //!
 //! The default thread count is the number of physical cores this process
 //! may run on: hyper-threads share one core's vector units, and tile
 //! programs are bound by them, so a second thread per core mostly adds
 //! contention. `PHOBOS_THREADS` overrides it.
+//!
+//! Workers are not pinned unless `PHOBOS_PIN_THREADS=1`. The launching
+//! thread works too and is the caller's, so it is never pinned; once the
+//! OS put it on a pinned worker's CPU (after other threads of the process
+//! ran, e.g. a copy between launches), the two shared that CPU while
+//! another stood idle and nothing could move the worker: on 2 vCPUs,
+//! rmsnorm 4096x4096 ran 7.4-9.0 ms pinned against 4.7-4.8 ms unpinned,
+//! launches timed in turns with a copy (session 31). Back-to-back
+//! launches, gemm and a model's decode measured the same either way.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -16,6 +26,28 @@ pub const THREADS_ENV: &str = "PHOBOS_THREADS";
 #[error("PHOBOS_THREADS={value:?} is not a thread count; expected a positive integer")]
 pub struct BadThreadCount {
     pub value: String,
+}
+
+/// The environment variable that pins workers.
+pub const PIN_ENV: &str = "PHOBOS_PIN_THREADS";
+
+/// A `PHOBOS_PIN_THREADS` value that is neither `0` nor `1`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("PHOBOS_PIN_THREADS={value:?}: expected 1 (pin workers one per physical core) or 0")]
+pub struct BadPinning {
+    pub value: String,
+}
+
+/// Whether workers are pinned, from a `PHOBOS_PIN_THREADS` value (`None`
+/// or blank: not pinned).
+pub fn pinning_from(value: Option<&str>) -> Result<bool, BadPinning> {
+    match value.map(str::trim) {
+        None | Some("" | "0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(text) => Err(BadPinning {
+            value: text.to_string(),
+        }),
+    }
 }
 
 /// Threads from a `PHOBOS_THREADS` value (`None` or blank: `default`).
@@ -131,6 +163,19 @@ mod tests {
         let err = thread_count_from(Some("0"), 6).unwrap_err();
         assert!(err.to_string().contains("positive integer"), "{err}");
         assert!(thread_count_from(Some("two"), 6).is_err());
+    }
+
+    #[test]
+    fn pinning_is_opt_in() {
+        assert_eq!(pinning_from(None), Ok(false));
+        assert_eq!(pinning_from(Some(" ")), Ok(false));
+        assert_eq!(pinning_from(Some("0")), Ok(false));
+        assert_eq!(pinning_from(Some(" 1 ")), Ok(true));
+        let err = pinning_from(Some("yes")).unwrap_err();
+        assert!(
+            err.to_string().contains("PHOBOS_PIN_THREADS=\"yes\""),
+            "{err}"
+        );
     }
 
     #[test]
