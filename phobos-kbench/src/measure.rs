@@ -79,3 +79,42 @@ pub fn mean_time(count: usize, mut run: impl FnMut() -> Result<()>) -> Result<Du
     }
     Ok(best)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every run is called in turn, the same number of times, and each
+    /// gets the median of its own times.
+    #[test]
+    fn turns_alternate_and_keep_each_runs_median() {
+        let mut calls = Vec::new();
+        let medians = median_turns(3, |i| {
+            calls.push(i);
+            if i == 2 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(medians.len(), 3);
+        assert!(calls.len() >= 3 * (MIN_RUNS + 1), "{}", calls.len());
+        assert!(
+            calls.iter().enumerate().all(|(at, &i)| i == at % 3),
+            "{calls:?}"
+        );
+        assert!(medians[2] >= Duration::from_millis(2), "{medians:?}");
+        assert!(medians[0] < Duration::from_millis(2), "{medians:?}");
+    }
+
+    #[test]
+    fn an_error_in_any_run_ends_the_timing() {
+        let result = median_turns(2, |i| {
+            if i == 1 {
+                anyhow::bail!("copy failed");
+            }
+            Ok(())
+        });
+        assert!(result.is_err_and(|err| err.to_string() == "copy failed"));
+    }
+}
